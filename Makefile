@@ -1,0 +1,45 @@
+# Thin wrappers: the logic lives in the mkdc command and pytest.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+MKDC := $(BIN)/mkdc
+PROFILE ?= reference
+PROVIDER ?= local
+REPORT_DIR ?= reports/$(PROFILE)
+
+.PHONY: setup bins doctor test unit e2e lint bench-up clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+bins: setup
+	$(MKDC) bins
+
+doctor: setup
+	$(MKDC) doctor
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+unit: setup
+	$(BIN)/pytest tests -q
+
+# Unit tests, then the quick e2e subset against real local clusters.
+test: bins lint
+	$(BIN)/pytest tests suites -m "not slow" -q -rfE
+
+e2e: bins
+	$(MKDC) run --profile $(PROFILE) --provider $(PROVIDER) --report-dir $(REPORT_DIR)
+
+bench-up: bins
+	$(BIN)/python -m harness.bench_up
+
+clean:
+	-$(MKDC) down
+	rm -rf reports build

@@ -1,0 +1,164 @@
+"""The `mkdc` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness import toolchain, versions
+from harness.errors import UserError
+
+CURRENT = "current-environment"
+
+
+def _log(msg: str) -> None:
+    print(f"mkdc: {msg}", file=sys.stderr, flush=True)
+
+
+def _version_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kueue-version", help="Kueue version (env MKDC_KUEUE_VERSION; default v0.19.2)"
+    )
+    p.add_argument("--kubernetes-version", help="Kubernetes version (env MKDC_KUBERNETES_VERSION)")
+
+
+def _selected(args: argparse.Namespace) -> versions.Versions:
+    return versions.select(args.kueue_version, args.kubernetes_version)
+
+
+def cmd_bins(args: argparse.Namespace) -> int:
+    v = _selected(args)
+    _log(f"binaries for {v.describe()} (cache: {toolchain.cache_dir()})")
+    started = time.monotonic()
+    paths = toolchain.build_all(v, _log)
+    toolchain.manifests(v)
+    _log(f"{len(paths)} binaries ready in {time.monotonic() - started:.1f}s")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Say what is present, missing or wrong, and the command that fixes it."""
+    v = _selected(args)
+    problems = 0
+    print(f"versions: {v.describe()}")
+    print(f"cache:    {toolchain.cache_dir()}")
+    go = shutil.which("go")
+    print(f"go:       {go or 'MISSING (install Go 1.26+)'}")
+    problems += go is None
+    for component in toolchain.components(v):
+        built = toolchain.is_built(component)
+        state = "ok" if built else "missing (fix: mkdc bins)"
+        print(f"{component.key:24} {state}  {toolchain.bin_dir(component)}")
+        problems += not built
+    try:
+        m = toolchain.manifests(v) if go else None
+        print(f"manifests: {'ok ' + str(m.kueue_dir) if m else 'unknown (needs go)'}")
+    except UserError as exc:
+        print(f"manifests: {exc}")
+        problems += 1
+    unshare = shutil.which("unshare")
+    print(f"unshare:  {unshare or 'MISSING (fix: apt-get install util-linux)'}")
+    problems += unshare is None
+    current = toolchain.cache_dir() / CURRENT
+    if current.exists():
+        print(f"environment: running, run dir {current.read_text().strip()} (stop: mkdc down)")
+    print("doctor: all good" if not problems else f"doctor: {problems} problem(s)")
+    return 0 if not problems else 1
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from harness.local import LocalProvider
+
+    current = toolchain.cache_dir() / CURRENT
+    if current.exists() and Path(current.read_text().strip()).exists():
+        running = current.read_text().strip()
+        raise UserError(f"an environment is already running ({running}): run `mkdc down` first")
+    provider = LocalProvider(
+        _selected(args),
+        workers=args.workers,
+        dispatcher_name=args.dispatcher_name,
+        outlive_parent=True,
+        progress=_log,
+    )
+    env = provider.up()
+    current.parent.mkdir(parents=True, exist_ok=True)
+    current.write_text(str(env.run_dir))
+    print(
+        json.dumps(
+            {
+                "runDir": str(env.run_dir),
+                "manager": str(env.manager.kubeconfig),
+                "workers": {w.name: str(w.kubeconfig) for w in env.workers},
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from harness.procs import stop_recorded
+
+    current = toolchain.cache_dir() / CURRENT
+    if not current.exists():
+        _log("no environment is running")
+        return 0
+    run_dir = Path(current.read_text().strip())
+    started = time.monotonic()
+    stopped = stop_recorded(run_dir) if run_dir.exists() else 0
+    shutil.rmtree(run_dir, ignore_errors=True)
+    current.unlink()
+    elapsed = time.monotonic() - started
+    _log(f"stopped {stopped} process groups and removed {run_dir} in {elapsed:.1f}s")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mkdc", description="MultiKueue dispatcher conformance")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("bins", help="build or locate every binary the local provider needs")
+    _version_args(p)
+    p.set_defaults(func=cmd_bins)
+    p = sub.add_parser("doctor", help="say what is present, missing or wrong")
+    _version_args(p)
+    p.set_defaults(func=cmd_doctor)
+    p = sub.add_parser("up", help="start an environment and leave it running")
+    _version_args(p)
+    p.add_argument("--provider", default="local", choices=["local"])
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument(
+        "--dispatcher-name", default=None, help="the manager's multiKueue.dispatcherName"
+    )
+    p.set_defaults(func=cmd_up)
+    p = sub.add_parser("down", help="stop the environment and remove everything it made")
+    p.set_defaults(func=cmd_down)
+    return parser
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM/SIGHUP unwind like Ctrl-C, so every `finally` stops what it started."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"mkdc: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mkdc: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

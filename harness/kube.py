@@ -1,0 +1,115 @@
+"""Thin helpers over the official kubernetes client: connect, apply, wait."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import urllib3
+import yaml
+from kubernetes import client, config, dynamic
+from kubernetes.client.rest import ApiException
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from harness.errors import UserError
+
+FIELD_MANAGER = "mkdc"
+T = TypeVar("T")
+
+# The client logs every retry of a refused connection at WARNING; our waits expect them.
+logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+
+
+class NotYet(Exception):
+    """Raised inside a wait to say: the condition does not hold yet, try again."""
+
+
+def api_client(kubeconfig: Path | str) -> client.ApiClient:
+    try:
+        api = config.new_client_from_config(config_file=str(kubeconfig))
+    except Exception as exc:  # the client raises several types for a bad file
+        raise UserError(f"kubeconfig {kubeconfig} cannot be used: {exc}") from exc
+    api.configuration.retries = urllib3.Retry(total=0)
+    return api
+
+
+def dynamic_client(api: client.ApiClient) -> dynamic.DynamicClient:
+    return dynamic.DynamicClient(api)
+
+
+def wait_for(
+    what: str,
+    probe: Callable[[], T],
+    *,
+    timeout: float,
+    retry_on: tuple[type[BaseException], ...] = (
+        NotYet,
+        ApiException,
+        urllib3.exceptions.HTTPError,
+        OSError,
+    ),
+    max_interval: float = 1.0,
+) -> T:
+    """Call probe until it returns without raising one of retry_on; UserError on timeout."""
+    try:
+        for attempt in Retrying(
+            stop=stop_after_delay(timeout),
+            wait=wait_exponential(multiplier=0.05, max=max_interval),
+            retry=retry_if_exception_type(retry_on),
+            reraise=False,
+        ):
+            with attempt:
+                return probe()
+    except RetryError as exc:
+        last = exc.last_attempt.exception()
+        raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}: {last}") from None
+    raise AssertionError("unreachable")
+
+
+def load_documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def apply(dyn: dynamic.DynamicClient, doc: dict[str, Any], *, manager: str = FIELD_MANAGER) -> Any:
+    """Server-side apply one object (created or updated), forcing our field ownership."""
+    resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+    namespace = doc.get("metadata", {}).get("namespace")
+    return resource.server_side_apply(
+        body=doc, namespace=namespace, field_manager=manager, force_conflicts=True
+    )
+
+
+def apply_all(dyn: dynamic.DynamicClient, docs: Iterable[dict[str, Any]]) -> None:
+    for doc in docs:
+        apply(dyn, doc)
+
+
+def delete(
+    dyn: dynamic.DynamicClient, api_version: str, kind: str, name: str, namespace: str | None = None
+) -> None:
+    resource = dyn.resources.get(api_version=api_version, kind=kind)
+    try:
+        resource.delete(name=name, namespace=namespace)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return cond
+    return None
+
+
+def condition_true(obj: dict[str, Any], kind: str) -> bool:
+    cond = condition(obj, kind)
+    return bool(cond and cond.get("status") == "True")

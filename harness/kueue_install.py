@@ -1,0 +1,135 @@
+"""Kueue as a plain process: its configuration, CRDs and webhooks pointed at 127.0.0.1.
+
+The upstream manifests come from the module cache of the selected Kueue version.
+Webhook and conversion clientConfigs are rewritten from an in-cluster Service to
+`https://127.0.0.1:PORT/...` with the run's CA, since there is no Service here.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.kube import load_documents
+from harness.toolchain import Manifests
+
+NAMESPACE = "kueue-system"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+# Kueue's webhooks for objects we use; the pod/deployment/... webhooks of disabled
+# integrations would otherwise intercept every pod of the cluster.
+_KEEP_WEBHOOK_PATHS = re.compile(r"kueue-x-k8s-io|batch-v1-job")
+
+
+def config_api_version(kueue_version: str) -> str:
+    """Kueue's Configuration API: v1beta2 from 0.15, v1beta1 before."""
+    major, minor = (int(x) for x in kueue_version.split(".")[:2])
+    return (
+        "config.kueue.x-k8s.io/v1beta2"
+        if (major, minor) >= (0, 15)
+        else "config.kueue.x-k8s.io/v1beta1"
+    )
+
+
+def kueue_configuration(
+    *,
+    kueue_version: str,
+    webhook_port: int,
+    health_port: int,
+    cert_dir: Path,
+    manager: bool,
+    dispatcher_name: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The Configuration for one kueue process (manager or worker)."""
+    cfg: dict[str, Any] = {
+        "apiVersion": config_api_version(kueue_version),
+        "kind": "Configuration",
+        "namespace": NAMESPACE,
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "clientConnection": {"qps": 200, "burst": 400},
+        "integrations": {"frameworks": ["batch/job"]},
+        "featureGates": {"VisibilityOnDemand": False},
+    }
+    if manager:
+        multikueue: dict[str, Any] = {"gcInterval": "30s", "workerLostTimeout": "2m"}
+        if dispatcher_name:
+            multikueue["dispatcherName"] = dispatcher_name
+        cfg["multiKueue"] = multikueue
+    return deep_merge(cfg, extra or {})
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _conversion_patched_crds(manifests: Manifests) -> set[str]:
+    """CRD names Kueue's kustomization wires to its conversion webhook."""
+    crd_dir = manifests.kueue_crds.parent
+    kustomization = yaml.safe_load((crd_dir / "kustomization.yaml").read_text())
+    names = set()
+    for patch in kustomization.get("patches") or []:
+        path = patch.get("path", "") if isinstance(patch, dict) else str(patch)
+        if "webhook_in_" in path:
+            doc = yaml.safe_load((crd_dir / path).read_text())
+            names.add(doc["metadata"]["name"])
+    return names
+
+
+def _url_client_config(port: int, path: str, ca_pem: bytes) -> dict[str, Any]:
+    return {
+        "url": f"https://127.0.0.1:{port}{path}",
+        "caBundle": base64.b64encode(ca_pem).decode(),
+    }
+
+
+def crds(manifests: Manifests, *, webhook_port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """Kueue's CRDs (conversion via the local webhook) and the ProvisioningRequest CRD."""
+    converted = _conversion_patched_crds(manifests)
+    docs = []
+    for path in sorted(manifests.kueue_crds.glob("*.yaml")):
+        for doc in load_documents(path):
+            if doc["metadata"]["name"] in converted:
+                doc["spec"]["conversion"] = {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "clientConfig": _url_client_config(webhook_port, "/convert", ca_pem),
+                        "conversionReviewVersions": ["v1"],
+                    },
+                }
+            docs.append(doc)
+    docs += load_documents(manifests.provisioning_request_crd)
+    return docs
+
+
+def webhook_configurations(
+    manifests: Manifests, *, webhook_port: int, ca_pem: bytes
+) -> list[dict[str, Any]]:
+    """Kueue's webhook configurations, kept to our objects, pointed at 127.0.0.1."""
+    out = []
+    for doc in load_documents(manifests.kueue_webhooks):
+        hooks = []
+        for hook in doc.get("webhooks") or []:
+            path = hook["clientConfig"]["service"]["path"]
+            if _KEEP_WEBHOOK_PATHS.search(path):
+                hook["clientConfig"] = _url_client_config(webhook_port, path, ca_pem)
+                hooks.append(hook)
+        doc["metadata"]["name"] = "kueue-" + doc["metadata"]["name"]
+        doc["webhooks"] = hooks
+        out.append(doc)
+    return out

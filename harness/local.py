@@ -1,0 +1,533 @@
+"""The local provider: every cluster is a set of real processes on 127.0.0.1.
+
+One etcd (a distinct key prefix per cluster), and per cluster a kube-apiserver,
+a kube-controller-manager (job, garbage collector, namespace, service account
+controllers) and the real kueue binary; workers add kube-scheduler and KWOK
+with fake nodes so Job pods really run and complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import ssl
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness import kube, kueue_install, multikueue, pki, toolchain
+from harness.environment import Cluster, Environment
+from harness.errors import UserError
+from harness.procs import Supervisor, free_port
+from harness.versions import Versions
+
+MANAGER = "manager"
+Progress = Callable[[str], None]
+
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {
+            "level": "Request",
+            "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+            "resources": [
+                {"group": "kueue.x-k8s.io", "resources": ["workloads", "workloads/status"]}
+            ],
+        },
+        {"level": "None"},
+    ],
+}
+
+
+@dataclass
+class LocalCluster:
+    """Ports and files of one local cluster."""
+
+    name: str
+    role: str
+    dir: Path
+    apiserver_port: int = field(default_factory=free_port)
+    webhook_port: int = field(default_factory=free_port)
+    health_port: int = field(default_factory=free_port)
+    scheduler_port: int = field(default_factory=free_port)
+    kwok_port: int = field(default_factory=free_port)
+
+    @property
+    def is_worker(self) -> bool:
+        return self.role == "worker"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "admin.kubeconfig"
+
+    @property
+    def kueue_kubeconfig(self) -> Path:
+        """Kueue's own identity, so the audit log tells its writes from others'."""
+        return self.dir / "kueue.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    def to_cluster(self) -> Cluster:
+        return Cluster(
+            self.name,
+            self.kubeconfig,
+            self.role,
+            {"apiserver": self.apiserver_port, "kueueWebhook": self.webhook_port},
+        )
+
+
+class LocalProvider:
+    """Starts and stops one manager + N workers as local processes."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        versions: Versions,
+        *,
+        workers: int = 4,
+        dispatcher_name: str | None = None,
+        kueue_extra: dict[str, Any] | None = None,
+        outlive_parent: bool = False,
+        nodes_per_worker: int = 2,
+        node_capacity: dict[str, str] | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        if workers < 1:
+            raise UserError("--workers must be at least 1")
+        self.versions = versions
+        self.worker_count = workers
+        self.dispatcher_name = dispatcher_name
+        self.kueue_extra = kueue_extra or {}
+        self.nodes_per_worker = nodes_per_worker
+        self.node_capacity = node_capacity or {"cpu": "64", "memory": "256Gi", "pods": "250"}
+        self.progress = progress or (lambda _msg: None)
+        self.outlive_parent = outlive_parent
+        self.run_dir: Path | None = None
+        self.supervisor: Supervisor | None = None
+        self.clusters: dict[str, LocalCluster] = {}
+        self.argv: dict[str, list[str]] = {}
+        self.env: dict[str, dict[str, str]] = {}
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def up(self) -> Environment:
+        """Start everything; on any failure stop what was started and re-raise."""
+        bins = self._binaries()
+        man = toolchain.manifests(self.versions)
+        self.run_dir = Path(tempfile.mkdtemp(prefix="mkdc-run-"))  # created 0700
+        self.supervisor = Supervisor(self.run_dir, outlive_parent=self.outlive_parent)
+        try:
+            return self._up(bins, man)
+        except BaseException:
+            self.down()
+            raise
+
+    def _up(self, bins: dict[str, Path], man: toolchain.Manifests) -> Environment:
+        assert self.run_dir is not None
+        started = time.monotonic()
+        names = [MANAGER] + [f"worker{i}" for i in range(1, self.worker_count + 1)]
+        for name in names:
+            d = self.run_dir / name
+            d.mkdir(mode=0o700)
+            self.clusters[name] = LocalCluster(name, "manager" if name == MANAGER else "worker", d)
+        ca = pki.CertificateAuthority()
+        self._write_credentials(ca)
+        self.progress("starting etcd")
+        etcd_port = self._start_etcd(bins["etcd"])
+        self.progress(f"starting {len(names)} kube-apiservers")
+        for c in self.clusters.values():
+            self._start_apiserver(c, bins["kube-apiserver"], etcd_port)
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            list(pool.map(self._wait_apiserver, self.clusters.values()))
+            self.progress(f"apiservers ready ({time.monotonic() - started:.1f}s); installing kueue")
+            list(
+                pool.map(
+                    lambda c: self._start_cluster_components(c, bins, man, ca),
+                    self.clusters.values(),
+                )
+            )
+        env = Environment(
+            provider=self.name,
+            run_dir=self.run_dir,
+            manager=self.clusters[MANAGER].to_cluster(),
+            workers=[c.to_cluster() for c in self.clusters.values() if c.is_worker],
+            kubernetes_version=f"v{self.versions.kubernetes}",
+            kueue_version=f"v{self.versions.kueue}",
+            dispatcher_name=self.dispatcher_name,
+            info={"auditLog": str(self.run_dir / MANAGER / "audit.log")},
+        )
+        self.progress(f"kueue ready ({time.monotonic() - started:.1f}s); wiring MultiKueue")
+        multikueue.wire(env)
+        env.save()
+        self.progress(f"environment ready in {time.monotonic() - started:.1f}s: {self.run_dir}")
+        return env
+
+    def down(self) -> None:
+        """Stop every process and remove the run directory."""
+        if self.supervisor is not None:
+            self.supervisor.stop_all()
+        if self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    # ------------------------------------------------------------ for scenarios
+
+    def stop_apiserver(self, cluster: str) -> None:
+        assert self.supervisor is not None
+        self.supervisor.stop(f"{cluster}-apiserver")
+
+    def start_apiserver(self, cluster: str) -> None:
+        assert self.supervisor is not None
+        name = f"{cluster}-apiserver"
+        self.supervisor.start(name, self.argv[name], layer=_layer(name))
+        self._wait_apiserver(self.clusters[cluster])
+
+    # ------------------------------------------------------------------- pieces
+
+    def _binaries(self) -> dict[str, Path]:
+        needed = [
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kueue",
+            "kwok",
+        ]
+        return {b: toolchain.binary_path(self.versions, b) for b in needed}
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        assert self.supervisor is not None
+        self.argv[name] = argv
+        self.supervisor.start(name, argv, env=env, layer=_layer(name))
+
+    def _write_credentials(self, ca: pki.CertificateAuthority) -> None:
+        assert self.run_dir is not None
+        pki.write_private(self.run_dir / "ca.crt", ca.cert_pem)
+        admin = ca.issue("mkdc-admin", organizations=("system:masters",), client=True)
+        admin.write(self.run_dir, "admin")
+        serving = ca.issue("kube-apiserver", server_hosts=("127.0.0.1", "localhost"))
+        serving.write(self.run_dir, "serving")
+        sa = pki.service_account_keys()
+        pki.write_private(self.run_dir / "sa.pub", sa.cert_pem)
+        pki.write_private(self.run_dir / "sa.key", sa.key_pem)
+        kueue = ca.issue("mkdc:kueue", organizations=("system:masters",), client=True)
+        for c in self.clusters.values():
+            pki.write_kubeconfig(
+                c.kubeconfig, pki.kubeconfig(c.name, c.server, ca.cert_pem, admin, "mkdc-admin")
+            )
+            pki.write_kubeconfig(
+                c.kueue_kubeconfig,
+                pki.kubeconfig(c.name, c.server, ca.cert_pem, kueue, "mkdc-kueue"),
+            )
+
+    def _start_etcd(self, etcd: Path) -> int:
+        assert self.run_dir is not None
+        client_port, peer_port = free_port(), free_port()
+        self._start(
+            "etcd",
+            [
+                str(etcd),
+                f"--data-dir={self.run_dir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{client_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{client_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
+                "--listen-metrics-urls=",
+                "--unsafe-no-fsync",
+                "--quota-backend-bytes=4294967296",
+                "--log-level=warn",
+            ],
+        )
+
+        def healthy() -> None:
+            self._check("etcd")
+            with urllib.request.urlopen(f"http://127.0.0.1:{client_port}/health", timeout=2) as r:
+                if b'"true"' not in r.read():
+                    raise kube.NotYet("etcd not healthy")
+
+        self._wait("etcd", healthy, 30)
+        return client_port
+
+    def _start_apiserver(self, c: LocalCluster, binary: Path, etcd_port: int) -> None:
+        assert self.run_dir is not None
+        r = self.run_dir
+        argv = [
+            str(binary),
+            f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            f"--etcd-prefix=/mkdc/{c.name}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={c.apiserver_port}",
+            f"--tls-cert-file={r / 'serving.crt'}",
+            f"--tls-private-key-file={r / 'serving.key'}",
+            f"--client-ca-file={r / 'ca.crt'}",
+            f"--service-account-key-file={r / 'sa.pub'}",
+            f"--service-account-signing-key-file={r / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.96.0.0/16",
+            "--authorization-mode=RBAC",
+            "--endpoint-reconciler-type=none",
+            "--enable-priority-and-fairness=false",
+            "--profiling=false",
+            "--event-ttl=2h",
+            # no kubelet or node lifecycle controller: nodes must not start tainted
+            "--disable-admission-plugins=TaintNodesByCondition",
+        ]
+        if c.role == "manager":
+            policy = c.dir / "audit-policy.yaml"
+            policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+            argv += [
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={c.dir / 'audit.log'}",
+                "--audit-log-format=json",
+                "--audit-log-maxbackup=0",
+            ]
+        self._start(f"{c.name}-apiserver", argv)
+
+    def _wait_apiserver(self, c: LocalCluster) -> None:
+        assert self.run_dir is not None
+        ctx = ssl.create_default_context(cafile=str(self.run_dir / "ca.crt"))
+        ctx.load_cert_chain(self.run_dir / "admin.crt", self.run_dir / "admin.key")
+
+        def ready() -> None:
+            self._check(f"{c.name}-apiserver")
+            with urllib.request.urlopen(f"{c.server}/readyz", context=ctx, timeout=3) as r:
+                if r.status != 200:
+                    raise kube.NotYet("not ready")
+
+        self._wait(f"{c.name} kube-apiserver", ready, 90)
+
+    def _start_cluster_components(
+        self,
+        c: LocalCluster,
+        bins: dict[str, Path],
+        man: toolchain.Manifests,
+        ca: pki.CertificateAuthority,
+    ) -> None:
+        assert self.run_dir is not None
+        kubeconfig = str(c.kubeconfig)
+        self._start(
+            f"{c.name}-controller-manager",
+            [
+                str(bins["kube-controller-manager"]),
+                f"--kubeconfig={kubeconfig}",
+                "--controllers=job,garbage-collector-controller,namespace-controller,serviceaccount-controller",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                "--leader-elect=false",
+                f"--root-ca-file={self.run_dir / 'ca.crt'}",
+                f"--service-account-private-key-file={self.run_dir / 'sa.key'}",
+                "--concurrent-job-syncs=20",
+                "--concurrent-gc-syncs=20",
+            ],
+        )
+        dyn = kube.dynamic_client(kube.api_client(c.kubeconfig))
+        crds = kueue_install.crds(man, webhook_port=c.webhook_port, ca_pem=ca.cert_pem)
+        kube.apply_all(dyn, crds)
+        kube.apply(
+            dyn,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": kueue_install.NAMESPACE},
+            },
+        )
+        if c.is_worker:
+            self._start_worker_nodes(c, bins, man, dyn)
+        self._wait_crds_established(c, dyn, [d["metadata"]["name"] for d in crds])
+        self._start_kueue(c, bins["kueue"], man, ca, dyn)
+
+    def _start_worker_nodes(
+        self, c: LocalCluster, bins: dict[str, Path], man: toolchain.Manifests, dyn: Any
+    ) -> None:
+        kubeconfig = str(c.kubeconfig)
+        self._start(
+            f"{c.name}-scheduler",
+            [
+                str(bins["kube-scheduler"]),
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={c.scheduler_port}",
+                "--leader-elect=false",
+            ],
+        )
+        stages = c.dir / "kwok-stages.yaml"
+        stages.write_text("\n---\n".join(p.read_text() for p in man.kwok_stages))
+        self._start(
+            f"{c.name}-kwok",
+            [
+                str(bins["kwok"]),
+                f"--kubeconfig={kubeconfig}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                f"--config={stages}",
+                f"--server-address=127.0.0.1:{c.kwok_port}",
+                "--node-ip=127.0.0.1",
+                "--cidr=10.244.0.1/16",
+            ],
+        )
+        for i in range(1, self.nodes_per_worker + 1):
+            kube.apply(dyn, fake_node(f"{c.name}-node{i}", self.node_capacity))
+
+    def _wait_crds_established(self, c: LocalCluster, dyn: Any, names: list[str]) -> None:
+        crd_api = dyn.resources.get(
+            api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition"
+        )
+
+        def established() -> None:
+            for name in names:
+                if not kube.condition_true(crd_api.get(name=name).to_dict(), "Established"):
+                    raise kube.NotYet(f"CRD {name} not established")
+
+        self._wait(f"{c.name} CRDs", established, 60)
+
+    def _start_kueue(
+        self,
+        c: LocalCluster,
+        binary: Path,
+        man: toolchain.Manifests,
+        ca: pki.CertificateAuthority,
+        dyn: Any,
+    ) -> None:
+        cert_dir = c.dir / "kueue-certs"
+        cert_dir.mkdir(mode=0o700)
+        ca.issue("kueue-webhook", server_hosts=("127.0.0.1", "localhost")).write(cert_dir, "tls")
+        config = kueue_install.kueue_configuration(
+            kueue_version=self.versions.kueue,
+            webhook_port=c.webhook_port,
+            health_port=c.health_port,
+            cert_dir=cert_dir,
+            manager=not c.is_worker,
+            dispatcher_name=self.dispatcher_name,
+            extra=self.kueue_extra if not c.is_worker else None,
+        )
+        config_path = c.dir / "kueue-config.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        kube.apply_all(
+            dyn,
+            kueue_install.webhook_configurations(
+                man, webhook_port=c.webhook_port, ca_pem=ca.cert_pem
+            ),
+        )
+        self._start(
+            f"{c.name}-kueue",
+            private_etc_command(
+                c.dir,
+                cert_dir,
+                [
+                    str(binary),
+                    f"--config={config_path}",
+                    f"--kubeconfig={c.kueue_kubeconfig}",
+                    "--zap-log-level=2",
+                ],
+            ),
+        )
+        self._wait(f"{c.name} kueue webhooks", lambda: self._probe_webhooks(c, dyn), 120)
+
+    def _probe_webhooks(self, c: LocalCluster, dyn: Any) -> None:
+        """A dry-run create that passes Kueue's mutating and validating webhooks."""
+        self._check(f"{c.name}-kueue")
+        cq = dyn.resources.get(api_version="kueue.x-k8s.io/v1beta2", kind="ClusterQueue")
+        cq.create(
+            body={
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": "mkdc-probe"},
+            },
+            query_params=[("dryRun", "All")],
+        )
+
+    def _check(self, name: str) -> None:
+        assert self.supervisor is not None
+        self.supervisor.check_alive(name)
+
+    def _wait(self, what: str, probe: Callable[[], None], timeout: float) -> None:
+        try:
+            kube.wait_for(what, probe, timeout=timeout)
+        except TimeoutError as exc:
+            logs = self.run_dir / "logs" if self.run_dir else "the run directory"
+            raise UserError(f"{exc} (logs in {logs})") from None
+
+
+def _layer(process: str) -> int:
+    """etcd stops last, apiservers next to last, their clients first."""
+    if process == "etcd":
+        return 0
+    return 1 if process.endswith("-apiserver") else 2
+
+
+def fake_node(name: str, capacity: dict[str, str]) -> dict[str, Any]:
+    """A Node that KWOK manages: it becomes Ready and runs pods without a kubelet."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
+        },
+        "status": {"capacity": dict(capacity), "allocatable": dict(capacity)},
+    }
+
+
+def private_etc_command(cluster_dir: Path, cert_dir: Path, argv: list[str]) -> list[str]:
+    """Run argv with a private overlay of /etc holding the metrics certs kueue opens.
+
+    Kueue opens /etc/kueue/metrics/certs/tls.{crt,key} at start whenever internal
+    cert management is off, even with metrics disabled. A private mount namespace
+    gives it those files without touching the host's /etc.
+    """
+    upper, work = cluster_dir / "etc-upper", cluster_dir / "etc-work"
+    upper.mkdir(mode=0o700, exist_ok=True)
+    work.mkdir(mode=0o700, exist_ok=True)
+    script = (
+        f"mount -t overlay overlay -o lowerdir=/etc,upperdir={upper},workdir={work} /etc"
+        " && mkdir -p /etc/kueue/metrics/certs"
+        f" && cp {cert_dir}/tls.crt {cert_dir}/tls.key /etc/kueue/metrics/certs/"
+        ' && exec "$@"'
+    )
+    unshare = shutil.which("unshare")
+    if not unshare:
+        raise UserError("the unshare command (util-linux) is missing: apt-get install util-linux")
+    userns = [] if _is_root() else ["--user", "--map-root-user"]
+    return [
+        unshare,
+        *userns,
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "kueue",
+        *argv,
+    ]
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+@contextlib.contextmanager
+def running(provider: LocalProvider) -> Iterator[Environment]:
+    """An environment for the duration of a with-block, stopped however it ends."""
+    env = provider.up()
+    try:
+        yield env
+    finally:
+        provider.down()

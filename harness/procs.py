@@ -1,0 +1,216 @@
+"""Processes the harness starts: each in its own process group, tracked and stopped.
+
+Every child gets its own session (so a signal to the group reaches anything it
+forks), its output in a log file of the run directory, and, unless the
+environment must outlive this Python process (`mkdc up`), a parent-death
+signal so that even a crashed harness leaves nothing running. The list of
+groups is also written to the run directory, so `mkdc down` from another
+process can stop what `mkdc up` started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import UserError
+
+PR_SET_PDEATHSIG = 1
+STATE_FILE = "processes.json"
+# The parent-death signal fires when the *thread* that forked the child exits, so
+# every child is forked by this one long-lived thread, never by a short-lived worker.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mkdc-spawner")
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that is free now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+@dataclass
+class Managed:
+    name: str
+    popen: subprocess.Popen
+    log: Path
+    layer: int = 0  # stopped after every process of a higher layer (servers last)
+
+    @property
+    def pgid(self) -> int:
+        return self.popen.pid  # leader of its own session
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(text[-lines:])
+
+
+class Supervisor:
+    """Starts, watches and stops the processes of one environment."""
+
+    def __init__(self, run_dir: Path, *, outlive_parent: bool = False) -> None:
+        self.run_dir = run_dir
+        self.log_dir = run_dir / "logs"
+        self.log_dir.mkdir(mode=0o700, exist_ok=True)
+        self.outlive_parent = outlive_parent
+        self.procs: dict[str, Managed] = {}
+
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        layer: int = 0,
+    ) -> Managed:
+        if name in self.procs and self.procs[name].alive():
+            raise RuntimeError(f"process {name} is already running")
+        log = self.log_dir / f"{name}.log"
+        if not Path(argv[0]).exists():
+            raise UserError(f"{name}: binary {argv[0]} not found: run `mkdc bins`")
+        out = open(log, "ab")  # noqa: SIM115 - handed to the child, closed below
+        try:
+            popen = _SPAWNER.submit(
+                subprocess.Popen,
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=None if self.outlive_parent else _die_with_parent,
+            ).result()
+        finally:
+            out.close()
+        managed = Managed(name, popen, log, layer)
+        self.procs[name] = managed
+        self._save()
+        return managed
+
+    def check_alive(self, name: str) -> None:
+        """UserError naming the process and its log when it has died."""
+        proc = self.procs[name]
+        if not proc.alive():
+            raise UserError(
+                f"{name} exited with code {proc.popen.returncode} at start: "
+                f"read {proc.log} ({proc.log_tail(2)})"
+            )
+
+    def stop(self, name: str, *, sig: int = signal.SIGTERM, grace: float = 10.0) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None:
+            return
+        stop_group(proc.pgid, sig=sig, grace=grace)
+        with contextlib.suppress(Exception):
+            proc.popen.wait(timeout=1)
+        self._save()
+
+    def kill(self, name: str) -> None:
+        """SIGKILL at once: used by checks that simulate a crash."""
+        self.stop(name, sig=signal.SIGKILL, grace=0)
+
+    def stop_all(self, grace: float = 10.0) -> None:
+        """Stop clients before the servers they talk to; each layer's groups at once."""
+        stop_layers({p.pgid: p.layer for p in self.procs.values()}, grace=grace)
+        for proc in self.procs.values():
+            with contextlib.suppress(Exception):
+                proc.popen.wait(timeout=1)
+        self.procs.clear()
+        self._save()
+
+    def _save(self) -> None:
+        state = {name: [p.pgid, p.layer] for name, p in self.procs.items()}
+        (self.run_dir / STATE_FILE).write_text(json.dumps(state))
+
+
+def stop_group(pgid: int, *, sig: int = signal.SIGTERM, grace: float = 10.0) -> None:
+    stop_groups([pgid], sig=sig, grace=grace)
+
+
+def stop_groups(pgids: list[int], *, sig: int = signal.SIGTERM, grace: float = 10.0) -> None:
+    """Signal process groups, then SIGKILL whatever is left after `grace` seconds."""
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(group_alive(p) for p in pgids):
+        time.sleep(0.05)
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    while any(group_alive(p) for p in pgids):
+        time.sleep(0.02)
+
+
+def stop_layers(layers: dict[int, int], *, grace: float = 10.0) -> None:
+    """Stop groups layer by layer, highest first (pgid -> layer)."""
+    for layer in sorted(set(layers.values()), reverse=True):
+        stop_groups([pgid for pgid, lay in layers.items() if lay == layer], grace=grace)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _group_has_live_members(pgid)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    """True when a non-zombie process of the group exists (zombies count as gone)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def stop_recorded(run_dir: Path) -> int:
+    """Stop the groups a Supervisor recorded in run_dir (used by `mkdc down`)."""
+    path = run_dir / STATE_FILE
+    if not path.exists():
+        return 0
+    groups = json.loads(path.read_text())
+    stop_layers({int(pgid): int(layer) for pgid, layer in groups.values()})
+    path.write_text("{}")
+    return len(groups)

@@ -1,0 +1,542 @@
+"""Dispatcher profiles: what a dispatcher is, how to run it, and what it claims.
+
+A profile is the only input a vendor writes, so it is validated strictly and before
+any cluster starts: every problem is one line naming the file and the field path,
+raised as UserError (exit 2). Unknown keys are errors, so a typo cannot silently
+turn a claim off.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, NoReturn
+
+import yaml
+
+from harness.durations import parse_duration
+from harness.errors import UserError
+
+API_VERSION = "mkdc/v1alpha1"
+KIND = "DispatcherProfile"
+
+DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+BUILTIN_DISPATCHERS = (DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL)
+
+FEATURES = (
+    "BoundedFanOut",
+    "Escalation",
+    "Ordering",
+    "PerClusterTimeout",
+    "ProvisioningFailover",
+    "InactiveAware",
+    "RestartSafe",
+    "HighAvailability",
+)
+NOMINATION_WRITE_MODES = ("admission-policy", "merge-patch", "kueue-admission")
+ORDERINGS = ("config", "alphabetical", "tiers", "none")
+PLACEHOLDERS = ("kubeconfig", "dispatcher_name", "namespace")
+DEFAULT_NAMESPACE = "kueue-system"
+DEFAULT_READY_TIMEOUT = 60.0
+
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
+
+_SPEC_KEYS = (
+    "dispatcherName",
+    "implementation",
+    "kueue",
+    "nominationWrites",
+    "run",
+    "environment",
+    "knobs",
+    "claims",
+)
+_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_API_VERSION_RE = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
+_PYTHON_NAMES = ("python", "python3")
+
+StepSize = int | Literal["all"]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """How to start an external dispatcher. `command` holds the unrendered template."""
+
+    command: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    replicas: int = 1
+    ready_timeout: float = DEFAULT_READY_TIMEOUT
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """The environment shape a dispatcher assumes; None means the harness's default."""
+
+    worker_cluster_queue: str | None = None
+    resource: str | None = None
+    flavor: str | None = None
+    worker_kubeconfig_secret: str | None = None
+    priority_classes: tuple[str, ...] | None = None
+    api_version: str | None = None
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Where the harness writes intents (timeouts, tiers) so this dispatcher sees them."""
+
+    cluster_timeout_annotation: str | None = None
+    cluster_tier_label: str | None = None
+
+
+@dataclass(frozen=True)
+class Claims:
+    """What the dispatcher promises; checks derive their bounds from these."""
+
+    step_size: StepSize = "all"
+    round_timeout: float | None = None
+    max_concurrent_provisioning: int | None = None
+    ordering: str = "none"
+    features: tuple[str, ...] = ()
+
+    def claims(self, feature: str) -> bool:
+        """True when the profile claims `feature` (so its extended checks run)."""
+        return feature in self.features
+
+    def to_dict(self) -> dict[str, Any]:
+        """The claims in profile spelling (durations in seconds), for the report."""
+        return {
+            "stepSize": self.step_size,
+            "roundTimeout": self.round_timeout,
+            "maxConcurrentProvisioning": self.max_concurrent_provisioning,
+            "ordering": self.ordering,
+            "features": list(self.features),
+        }
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A validated DispatcherProfile. Treat the dict fields as read-only."""
+
+    name: str
+    dispatcher_name: str
+    path: Path
+    implementation: dict[str, Any] = field(default_factory=dict)
+    kueue: dict[str, Any] = field(default_factory=dict)
+    nomination_writes: str | None = None
+    run: RunSpec | None = None
+    environment: EnvironmentSpec = field(default_factory=EnvironmentSpec)
+    knobs: Knobs = field(default_factory=Knobs)
+    claims: Claims = field(default_factory=Claims)
+
+    @property
+    def is_builtin(self) -> bool:
+        """True for Kueue's own dispatchers, which the harness never starts."""
+        return self.dispatcher_name in BUILTIN_DISPATCHERS
+
+    def placeholders(self, kubeconfig: str | os.PathLike[str], namespace: str) -> dict[str, str]:
+        return {
+            "kubeconfig": os.fspath(kubeconfig),
+            "dispatcher_name": self.dispatcher_name,
+            "namespace": namespace,
+        }
+
+    def render_command(
+        self, kubeconfig: str | os.PathLike[str], namespace: str = DEFAULT_NAMESPACE
+    ) -> list[str]:
+        """run.command with placeholders filled and the executable made absolute.
+
+        The executable is resolved here (not by the caller's cwd) so the process can be
+        started from any directory; `python`/`python3` mean the harness's interpreter.
+        """
+        if self.run is None:
+            raise UserError(f"profile {self.name}: has no spec.run; nothing to start")
+        values = self.placeholders(kubeconfig, namespace)
+        argv = [_fill(arg, values) for arg in self.run.command]
+        exe = _find_executable(argv[0], self.path.parent)
+        if exe is None:
+            raise UserError(
+                f"profile {_display(self.path)}: spec.run.command[0]: "
+                f"executable {argv[0]!r} not found on PATH or as a path"
+            )
+        return [exe, *argv[1:]]
+
+    def render_env(
+        self, kubeconfig: str | os.PathLike[str], namespace: str = DEFAULT_NAMESPACE
+    ) -> dict[str, str]:
+        """run.env with placeholders filled (to be merged over the harness's environ)."""
+        if self.run is None:
+            return {}
+        values = self.placeholders(kubeconfig, namespace)
+        return {k: _fill(v, values) for k, v in self.run.env.items()}
+
+
+def resolve_profile(name_or_path: str | os.PathLike[str]) -> Path:
+    """A built-in profile name (dispatchers/profiles/<name>.yaml) or a path to a file."""
+    text = os.fspath(name_or_path)
+    as_path = Path(text)
+    looks_like_path = (
+        os.sep in text or "/" in text or as_path.suffix in (".yaml", ".yml") or as_path.is_file()
+    )
+    if looks_like_path:
+        if not as_path.is_file():
+            raise UserError(f"profile {text}: no such file")
+        return as_path
+    candidate = PROFILES_DIR / f"{text}.yaml"
+    if candidate.is_file():
+        return candidate
+    known = ", ".join(available_profiles()) or "none"
+    raise UserError(f"profile {text!r}: not a file and not a built-in profile (available: {known})")
+
+
+def available_profiles() -> list[str]:
+    """Names of the built-in profiles."""
+    if not PROFILES_DIR.is_dir():
+        return []
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+def load_profile(name_or_path: str | os.PathLike[str]) -> Profile:
+    """Resolve, parse and validate a profile; any problem is one-line UserError."""
+    path = resolve_profile(name_or_path)
+    shown = _display(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"profile {shown}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        doc = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no arbitrary objects
+    except yaml.YAMLError as exc:
+        raise UserError(f"profile {shown}: not valid YAML: {_yaml_problem(exc)}") from exc
+    return _Validator(shown, path).profile(doc)
+
+
+# --- validation ------------------------------------------------------------------------
+
+
+class _Validator:
+    """Walks the document; every error names the field path relative to the root."""
+
+    def __init__(self, shown: str, path: Path) -> None:
+        self.shown = shown
+        self.path = path
+
+    def fail(self, where: str, problem: str) -> NoReturn:
+        raise UserError(f"profile {self.shown}: {where}: {problem}")
+
+    def mapping(self, value: Any, where: str, allowed: tuple[str, ...] | None) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.fail(where, f"must be a mapping, got {_type(value)}")
+        for key in value:
+            if not isinstance(key, str):
+                self.fail(where, f"keys must be strings, got {key!r}")
+            if allowed is not None and key not in allowed:
+                self.fail(f"{where}.{key}", f"unknown field (known: {', '.join(allowed)})")
+        return value
+
+    def string(self, value: Any, where: str, *, required: bool = False) -> str | None:
+        if value is None:
+            if required:
+                self.fail(where, "required")
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self.fail(where, f"must be a non-empty string, got {_type(value)}")
+        return value
+
+    def integer(self, value: Any, where: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(where, f"must be an integer, got {_type(value)}")
+        if value < minimum:
+            self.fail(where, f"must be >= {minimum}, got {value}")
+        return value
+
+    def duration(self, value: Any, where: str) -> float | None:
+        if isinstance(value, bool):
+            self.fail(where, f"not a duration: {value!r}")
+        try:
+            seconds = parse_duration(value)
+        except (ValueError, TypeError) as exc:
+            self.fail(where, f"not a duration ({exc}); use e.g. 10s, 5m, 1m30s, 500ms")
+        if seconds is not None and seconds <= 0:
+            self.fail(where, f"must be positive, got {value!r}")
+        return seconds
+
+    def choice(self, value: Any, where: str, options: tuple[str, ...]) -> str:
+        if value not in options:
+            self.fail(where, f"must be one of {', '.join(options)}, got {value!r}")
+        return value
+
+    def string_list(self, value: Any, where: str) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            self.fail(where, f"must be a list, got {_type(value)}")
+        for i, item in enumerate(value):
+            self.string(item, f"{where}[{i}]", required=True)
+        return tuple(value)
+
+    def profile(self, doc: Any) -> Profile:
+        root = self.mapping(doc, "(document)", ("apiVersion", "kind", "metadata", "spec"))
+        if root.get("apiVersion") != API_VERSION:
+            self.fail("apiVersion", f"must be {API_VERSION}, got {root.get('apiVersion')!r}")
+        if root.get("kind") != KIND:
+            self.fail("kind", f"must be {KIND}, got {root.get('kind')!r}")
+        meta = self.mapping(root.get("metadata"), "metadata", None)
+        name = self.string(meta.get("name"), "metadata.name", required=True)
+        assert name is not None
+        if not _NAME_RE.match(name):
+            self.fail("metadata.name", f"{name!r} must be letters, digits, '.', '_' or '-'")
+        if "spec" not in root:
+            self.fail("spec", "required")
+        spec = self.mapping(root["spec"], "spec", _SPEC_KEYS)
+        dispatcher = self.string(spec.get("dispatcherName"), "spec.dispatcherName", required=True)
+        assert dispatcher is not None
+        implementation = self.mapping(spec.get("implementation"), "spec.implementation", None)
+        kueue = self.kueue(spec.get("kueue"))
+        writes = spec.get("nominationWrites")
+        if writes is not None:
+            self.choice(writes, "spec.nominationWrites", NOMINATION_WRITE_MODES)
+        run = self.run(spec.get("run"), dispatcher)
+        environment = self.environment(spec.get("environment"))
+        knobs = self.knobs(spec.get("knobs"))
+        claims = self.claims(spec.get("claims"))
+        self.consistency(claims, knobs, run)
+        return Profile(
+            name=name,
+            dispatcher_name=dispatcher,
+            path=self.path,
+            implementation=dict(implementation),
+            kueue=kueue,
+            nomination_writes=writes,
+            run=run,
+            environment=environment,
+            knobs=knobs,
+            claims=claims,
+        )
+
+    def kueue(self, value: Any) -> dict[str, Any]:
+        kueue = self.mapping(value, "spec.kueue", ("multiKueue", "featureGates"))
+        multi = self.mapping(kueue.get("multiKueue"), "spec.kueue.multiKueue", None)
+        if "dispatcherName" in multi:
+            self.fail("spec.kueue.multiKueue.dispatcherName", "set spec.dispatcherName instead")
+        gates = self.mapping(kueue.get("featureGates"), "spec.kueue.featureGates", None)
+        for gate, on in gates.items():
+            if not isinstance(on, bool):
+                self.fail(f"spec.kueue.featureGates.{gate}", f"must be true or false, got {on!r}")
+        return {"multiKueue": dict(multi), "featureGates": dict(gates)}
+
+    def run(self, value: Any, dispatcher: str) -> RunSpec | None:
+        if value is None:
+            return None
+        run = self.mapping(value, "spec.run", ("command", "env", "replicas", "readyTimeout"))
+        if "command" not in run:
+            self.fail("spec.run.command", "required when spec.run is set")
+        command = self.string_list(run["command"], "spec.run.command")
+        if not command:
+            self.fail("spec.run.command", "must not be empty")
+        for i, arg in enumerate(command):
+            self.placeholders_known(arg, f"spec.run.command[{i}]")
+        env_raw = self.mapping(run.get("env"), "spec.run.env", None)
+        env: dict[str, str] = {}
+        for key, val in env_raw.items():
+            if isinstance(val, bool) or not isinstance(val, str | int | float):
+                self.fail(f"spec.run.env.{key}", f"must be a string, got {_type(val)}")
+            env[key] = str(val)
+            self.placeholders_known(env[key], f"spec.run.env.{key}")
+        replicas = self.integer(run.get("replicas", 1), "spec.run.replicas", 1)
+        ready = run.get("readyTimeout")
+        ready_timeout = DEFAULT_READY_TIMEOUT
+        if ready is not None:
+            ready_timeout = self.duration(ready, "spec.run.readyTimeout") or ready_timeout
+        exe_template = command[0]
+        if "{kubeconfig}" in exe_template:
+            self.fail("spec.run.command[0]", "the executable cannot depend on {kubeconfig}")
+        exe = _fill(
+            exe_template,
+            {"dispatcher_name": dispatcher, "namespace": DEFAULT_NAMESPACE, "kubeconfig": ""},
+        )
+        if _find_executable(exe, self.path.parent) is None:
+            self.fail("spec.run.command[0]", f"executable {exe!r} not found on PATH or as a path")
+        return RunSpec(command=command, env=env, replicas=replicas, ready_timeout=ready_timeout)
+
+    def placeholders_known(self, text: str, where: str) -> None:
+        for match in _PLACEHOLDER_RE.finditer(text):
+            if match.group(1) not in PLACEHOLDERS:
+                known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                self.fail(where, f"unknown placeholder {match.group(0)} (known: {known})")
+
+    def environment(self, value: Any) -> EnvironmentSpec:
+        where = "spec.environment"
+        env = self.mapping(
+            value,
+            where,
+            (
+                "workerClusterQueue",
+                "resource",
+                "flavor",
+                "workerKubeconfigSecret",
+                "priorityClasses",
+                "apiVersion",
+            ),
+        )
+        secret = self.string(env.get("workerKubeconfigSecret"), f"{where}.workerKubeconfigSecret")
+        if secret is not None:
+            for match in _PLACEHOLDER_RE.finditer(secret):
+                if match.group(1) != "cluster":
+                    self.fail(
+                        f"{where}.workerKubeconfigSecret",
+                        f"unknown placeholder {match.group(0)} (known: {{cluster}})",
+                    )
+        classes = env.get("priorityClasses")
+        priority_classes = (
+            None if classes is None else self.string_list(classes, f"{where}.priorityClasses")
+        )
+        api_version = self.string(env.get("apiVersion"), f"{where}.apiVersion")
+        if api_version is not None and not _API_VERSION_RE.match(api_version):
+            self.fail(f"{where}.apiVersion", f"not an API version like v1beta1: {api_version!r}")
+        return EnvironmentSpec(
+            worker_cluster_queue=self.string(
+                env.get("workerClusterQueue"), f"{where}.workerClusterQueue"
+            ),
+            resource=self.string(env.get("resource"), f"{where}.resource"),
+            flavor=self.string(env.get("flavor"), f"{where}.flavor"),
+            worker_kubeconfig_secret=secret,
+            priority_classes=priority_classes,
+            api_version=api_version,
+        )
+
+    def knobs(self, value: Any) -> Knobs:
+        knobs = self.mapping(value, "spec.knobs", ("clusterTimeoutAnnotation", "clusterTierLabel"))
+        return Knobs(
+            cluster_timeout_annotation=self.string(
+                knobs.get("clusterTimeoutAnnotation"), "spec.knobs.clusterTimeoutAnnotation"
+            ),
+            cluster_tier_label=self.string(
+                knobs.get("clusterTierLabel"), "spec.knobs.clusterTierLabel"
+            ),
+        )
+
+    def claims(self, value: Any) -> Claims:
+        where = "spec.claims"
+        claims = self.mapping(
+            value,
+            where,
+            ("stepSize", "roundTimeout", "maxConcurrentProvisioning", "ordering", "features"),
+        )
+        step: StepSize = "all"
+        if "stepSize" in claims:
+            raw = claims["stepSize"]
+            if isinstance(raw, str) and raw != "all":
+                self.fail(f"{where}.stepSize", f'must be an integer or "all", got {raw!r}')
+            step = "all" if raw == "all" else self.integer(raw, f"{where}.stepSize", 1)
+        round_timeout = self.duration(claims.get("roundTimeout"), f"{where}.roundTimeout")
+        max_prov = claims.get("maxConcurrentProvisioning")
+        if max_prov is not None:
+            max_prov = self.integer(max_prov, f"{where}.maxConcurrentProvisioning", 1)
+        ordering = self.choice(claims.get("ordering", "none"), f"{where}.ordering", ORDERINGS)
+        features = self.string_list(claims.get("features") or [], f"{where}.features")
+        seen: set[str] = set()
+        for i, feature in enumerate(features):
+            if feature not in FEATURES:
+                self.fail(
+                    f"{where}.features[{i}]",
+                    f'unknown feature "{feature}" (known: {", ".join(FEATURES)})',
+                )
+            if feature in seen:
+                self.fail(f"{where}.features[{i}]", f"duplicate feature {feature!r}")
+            seen.add(feature)
+        return Claims(
+            step_size=step,
+            round_timeout=round_timeout,
+            max_concurrent_provisioning=max_prov,
+            ordering=ordering,
+            features=features,
+        )
+
+    def consistency(self, claims: Claims, knobs: Knobs, run: RunSpec | None) -> None:
+        """Claims whose checks could not even be set up are errors, not silent skips."""
+        feats = claims.features
+
+        def at(feature: str) -> str:
+            return f"spec.claims.features[{feats.index(feature)}]"
+
+        if "BoundedFanOut" in feats and claims.step_size == "all":
+            self.fail(at("BoundedFanOut"), "BoundedFanOut needs an integer spec.claims.stepSize")
+        if "Escalation" in feats and claims.round_timeout is None:
+            self.fail(at("Escalation"), "Escalation needs spec.claims.roundTimeout")
+        if "Ordering" in feats and claims.ordering == "none":
+            self.fail(at("Ordering"), "Ordering needs spec.claims.ordering other than none")
+        if "PerClusterTimeout" in feats and knobs.cluster_timeout_annotation is None:
+            self.fail(
+                at("PerClusterTimeout"),
+                "PerClusterTimeout needs spec.knobs.clusterTimeoutAnnotation",
+            )
+        if "HighAvailability" in feats and (run is None or run.replicas < 2):
+            self.fail(at("HighAvailability"), "HighAvailability needs spec.run.replicas >= 2")
+        if claims.ordering == "tiers" and knobs.cluster_tier_label is None:
+            self.fail("spec.claims.ordering", "tiers needs spec.knobs.clusterTierLabel")
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys (the later one would silently win)."""
+
+
+def _no_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if isinstance(key, str) and key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+def _fill(text: str, values: Mapping[str, str]) -> str:
+    """Replace only the known {placeholders}; other braces (JSON args) stay as they are."""
+    return _PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+def _find_executable(exe: str, profile_dir: Path) -> str | None:
+    """Absolute path of `exe`: a bare name via PATH, a relative path via cwd then profile dir."""
+    if exe in _PYTHON_NAMES and sys.executable:
+        return sys.executable
+    if os.sep not in exe and "/" not in exe:
+        return shutil.which(exe)
+    candidates = [Path(exe)] if Path(exe).is_absolute() else [Path(exe), profile_dir / exe]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate.resolve())
+    return None
+
+
+def _display(path: Path) -> str:
+    """The path as the user would recognise it: relative to cwd when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    return f"{problem}{where}".replace("\n", " ")

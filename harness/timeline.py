@@ -1,0 +1,123 @@
+"""The timeline: every observation about a workload, on every cluster, as one event.
+
+Checks are pure functions over a Timeline, so they are unit-tested on hand-made
+timelines and evaluated on recorded ones with the same code.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+MANAGER = "manager"
+
+
+class Kind(enum.StrEnum):
+    """What was observed. Manager-side kinds have cluster == MANAGER."""
+
+    # manager Workload
+    WORKLOAD_CREATED = "WorkloadCreated"
+    NOMINATION = "Nomination"  # data: names (list[str]), writer (field manager or None)
+    PLACEMENT = "Placement"  # data: cluster (clusterName set; "" when cleared)
+    QUOTA_RESERVED = "QuotaReserved"  # manager-side reservation (data: reserved bool)
+    CHECK_STATE = "CheckState"  # data: state of the MultiKueue admission check
+    EVICTED = "Evicted"  # manager workload evicted (data: reason)
+    FINISHED = "Finished"
+    WORKLOAD_DELETED = "WorkloadDeleted"
+    # API requests seen in the manager's audit log
+    WRITE = "Write"  # data: user, verb, subresource, code (int), changed (bool)
+    # worker copies
+    COPY_CREATED = "CopyCreated"
+    COPY_RESERVED = "CopyReserved"  # data: reserved (bool)
+    COPY_ADMITTED = "CopyAdmitted"
+    COPY_EVICTED = "CopyEvicted"  # data: reason
+    COPY_DELETED = "CopyDeleted"
+    # worker jobs and pods
+    JOB_CREATED = "JobCreated"
+    JOB_RUNNING = "JobRunning"  # data: active (int)
+    JOB_FINISHED = "JobFinished"  # data: condition ("Complete" | "Failed")
+    JOB_DELETED = "JobDeleted"
+    # autoscaling
+    PROVREQ_CREATED = "ProvisioningRequestCreated"  # data: name
+    PROVREQ_STATE = "ProvisioningRequestState"  # data: name, state
+    PROVREQ_DELETED = "ProvisioningRequestDeleted"  # data: name
+    PREEMPTION = "Preemption"  # on a worker: data: victim (ns/name)
+    # environment
+    CLUSTER_ACTIVE = "ClusterActive"  # manager: data: cluster, active (bool)
+    CONFIG_CHANGED = "ConfigChanged"  # manager: data: config, clusters (list[str])
+    ACTION = "Action"  # what the harness did: data: what, plus details
+
+
+@dataclass(frozen=True)
+class Event:
+    """One observation. `t` is monotonic seconds; `workload` is the manager key ns/name."""
+
+    t: float
+    cluster: str
+    kind: Kind
+    workload: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "t": round(self.t, 3),
+            "cluster": self.cluster,
+            "kind": self.kind.value,
+            "workload": self.workload,
+            "data": dict(self.data),
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Event:
+        return cls(
+            t=float(raw["t"]),
+            cluster=raw["cluster"],
+            kind=Kind(raw["kind"]),
+            workload=raw.get("workload", ""),
+            data=dict(raw.get("data") or {}),
+        )
+
+
+class Timeline:
+    """An append-only, time-ordered list of events with the queries checks need."""
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self._events: list[Event] = sorted(events, key=lambda e: e.t)
+
+    def append(self, event: Event) -> None:
+        if self._events and event.t < self._events[-1].t:
+            self._events.append(event)
+            self._events.sort(key=lambda e: e.t)
+        else:
+            self._events.append(event)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(list(self._events))
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def of(self, workload: str) -> Timeline:
+        """Events of one workload plus environment events (which have no workload)."""
+        return Timeline(e for e in self._events if e.workload in (workload, ""))
+
+    def where(self, *kinds: Kind, cluster: str | None = None) -> list[Event]:
+        return [
+            e for e in self._events if e.kind in kinds and (cluster is None or e.cluster == cluster)
+        ]
+
+    def workloads(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for e in self._events:
+            if e.workload:
+                seen.setdefault(e.workload)
+        return list(seen)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [e.to_dict() for e in self._events]
+
+    @classmethod
+    def from_list(cls, raw: list[dict[str, Any]]) -> Timeline:
+        return cls(Event.from_dict(r) for r in raw)

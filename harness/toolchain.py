@@ -1,0 +1,314 @@
+"""Binaries and upstream manifests for the local provider, built from Go modules.
+
+Each component is built by a throw-away Go module generated in the cache
+(`require` of the upstream module, a tools.go importing its main packages), so
+the upstream's own dependency pins decide the build. Kubernetes needs one
+`replace` per staging module (its go.mod points them at local folders); those
+lines are derived from the upstream go.mod of the same version. Results are
+cached per version and never rebuilt once present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.versions import Versions
+
+Progress = Callable[[str], None]
+
+
+def cache_dir() -> Path:
+    """Where binaries and build modules live: MKDC_CACHE_DIR or the user's cache dir."""
+    explicit = os.environ.get("MKDC_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mkdc"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One upstream Go module and the main packages we build from it."""
+
+    name: str
+    module: str
+    version: str  # with the leading "v"
+    packages: tuple[str, ...]
+    ldflags: tuple[str, ...] = ()
+    staging_replaces: bool = False
+    go_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def binaries(self) -> tuple[str, ...]:
+        return tuple(_binary_name(p) for p in self.packages)
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+def _go_output_name(package: str) -> str:
+    """The file name `go build -o DIR/` gives a main package (major suffix dropped)."""
+    parts = package.rstrip("/").split("/")
+    return parts[-2] if re.fullmatch(r"v\d+", parts[-1]) else parts[-1]
+
+
+def _binary_name(package: str) -> str:
+    # etcd's main package is go.etcd.io/etcd/server/v3, which Go names "server"
+    return "etcd" if package.startswith("go.etcd.io/etcd/server") else _go_output_name(package)
+
+
+def components(v: Versions) -> list[Component]:
+    k8s_version_flags = (
+        f"-X k8s.io/component-base/version.gitVersion=v{v.kubernetes}",
+        "-X k8s.io/component-base/version.gitMajor=1",
+        f"-X k8s.io/component-base/version.gitMinor={v.kubernetes_minor}",
+        "-X k8s.io/component-base/version.gitTreeState=clean",
+    )
+    return [
+        Component(
+            name="etcd",
+            module="go.etcd.io/etcd/server/v3",
+            version=f"v{v.etcd}",
+            packages=("go.etcd.io/etcd/server/v3",),
+        ),
+        Component(
+            name="kubernetes",
+            module="k8s.io/kubernetes",
+            version=f"v{v.kubernetes}",
+            packages=(
+                "k8s.io/kubernetes/cmd/kube-apiserver",
+                "k8s.io/kubernetes/cmd/kube-controller-manager",
+                "k8s.io/kubernetes/cmd/kube-scheduler",
+            ),
+            ldflags=k8s_version_flags,
+            staging_replaces=True,
+        ),
+        Component(
+            name="kueue",
+            module="sigs.k8s.io/kueue",
+            version=f"v{v.kueue}",
+            packages=("sigs.k8s.io/kueue/cmd/kueue",),
+            ldflags=(f"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v{v.kueue}",),
+        ),
+        Component(
+            name="kwok",
+            module="sigs.k8s.io/kwok",
+            version=f"v{v.kwok}",
+            packages=("sigs.k8s.io/kwok/cmd/kwok",),
+            ldflags=(f"-X sigs.k8s.io/kwok/pkg/consts.Version=v{v.kwok}",),
+        ),
+    ]
+
+
+def bin_dir(component: Component) -> Path:
+    return cache_dir() / "bin" / component.key
+
+
+def is_built(component: Component) -> bool:
+    d = bin_dir(component)
+    return all((d / b).is_file() and os.access(d / b, os.X_OK) for b in component.binaries)
+
+
+def binary_path(v: Versions, binary: str) -> Path:
+    """The cached path of one binary, or UserError saying how to build it."""
+    for c in components(v):
+        if binary in c.binaries:
+            path = bin_dir(c) / binary
+            if not path.is_file():
+                raise UserError(
+                    f"binary {binary} ({c.module} {c.version}) is not built: run `mkdc bins`"
+                )
+            return path
+    raise KeyError(binary)
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if not go:
+        raise UserError("the go command is not on PATH: install Go 1.26 or newer")
+    return go
+
+
+def _run_go(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    full_env = {**os.environ, "GOFLAGS": "-mod=mod", **(env or {})}
+    proc = subprocess.run(
+        [_go(), *args], cwd=cwd, env=full_env, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        tail = "; ".join(proc.stderr.strip().splitlines()[-3:])
+        raise UserError(f"`go {' '.join(args[:3])}` failed in {cwd}: {tail}")
+    return proc.stdout
+
+
+def module_dir(module: str, version: str, cwd: Path | None = None) -> Path:
+    """Download a module through the module proxy (if needed) and return its folder."""
+    where = cwd or cache_dir()
+    where.mkdir(parents=True, exist_ok=True)
+    out = _run_go(["mod", "download", "-json", f"{module}@{version}"], cwd=where)
+    info = json.loads(out)
+    if info.get("Error"):
+        raise UserError(f"module {module}@{version} is not available: {info['Error']}")
+    return Path(info["Dir"])
+
+
+def staging_replaces(kubernetes_dir: Path, version: str) -> list[str]:
+    """`replace` lines mapping each staging module to its published v0.X.Y twin."""
+    staging_version = "v0." + version.removeprefix("v").split(".", 1)[1]
+    lines = []
+    for line in (kubernetes_dir / "go.mod").read_text().splitlines():
+        m = re.match(r"\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", line)
+        if m:
+            lines.append(f"\t{m.group(1)} => {m.group(1)} {staging_version}")
+    return lines
+
+
+def build_module_text(component: Component, replaces: list[str]) -> tuple[str, str]:
+    """The go.mod and tools.go of the throw-away build module."""
+    gomod = [
+        f"module mkdc.local/toolchain/{component.name}",
+        "",
+        "go 1.26.0",
+        "",
+        f"require {component.module} {component.version}",
+    ]
+    if replaces:
+        gomod += ["", "replace (", *replaces, ")"]
+    imports = "\n".join(f'\t_ "{p}"' for p in component.packages)
+    tools = f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n"
+    return "\n".join(gomod) + "\n", tools
+
+
+def build(component: Component, progress: Progress) -> Path:
+    """Build one component unless cached; report progress as packages compile."""
+    target = bin_dir(component)
+    if is_built(component):
+        progress(f"{component.key}: cached in {target}")
+        return target
+    work = cache_dir() / "build" / component.key
+    work.mkdir(parents=True, exist_ok=True)
+    replaces: list[str] = []
+    if component.staging_replaces:
+        replaces = staging_replaces(
+            module_dir(component.module, component.version), component.version
+        )
+    gomod, tools = build_module_text(component, replaces)
+    (work / "go.mod").write_text(gomod)
+    (work / "tools.go").write_text(tools)
+    progress(f"{component.key}: resolving modules")
+    _run_go(["mod", "tidy"], cwd=work)
+    total = len(_run_go(["list", "-deps", *component.packages], cwd=work).split())
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    args = ["build", "-v", "-trimpath", "-ldflags", " ".join(("-s", "-w", *component.ldflags))]
+    args += ["-o", str(staging) + "/", *component.packages]
+    _stream_build(args, work, total, component.key, progress)
+    for package in component.packages:
+        built, wanted = staging / _go_output_name(package), staging / _binary_name(package)
+        if built != wanted:
+            built.rename(wanted)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    progress(f"{component.key}: built into {target}")
+    return target
+
+
+def _stream_build(args: list[str], cwd: Path, total: int, key: str, progress: Progress) -> None:
+    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [_go(), *args],
+        cwd=cwd,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stderr is not None
+    done, last_report, errors = 0, 0.0, []
+    for line in proc.stderr:
+        line = line.rstrip()
+        if line and not line.startswith(("#", " ")) and " " not in line:
+            done += 1
+        else:
+            errors.append(line)
+        now = time.monotonic()
+        if now - last_report >= 10:
+            last_report = now
+            pct = min(99, 100 * done // max(total, 1))
+            progress(f"{key}: compiling {done}/{total} packages ({pct}%, {now - started:.0f}s)")
+    if proc.wait() != 0:
+        raise UserError(f"building {key} failed: {'; '.join(errors[-3:])}")
+
+
+def build_all(v: Versions, progress: Progress | None = None) -> dict[str, Path]:
+    """Build (or find cached) every binary; returns binary name -> path."""
+    report = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    paths: dict[str, Path] = {}
+    for component in components(v):
+        started = time.monotonic()
+        directory = build(component, report)
+        if time.monotonic() - started > 1:
+            report(f"{component.key}: {time.monotonic() - started:.0f}s")
+        for name in component.binaries:
+            paths[name] = directory / name
+    return paths
+
+
+@dataclass(frozen=True)
+class Manifests:
+    """Upstream YAML read from the module cache of the selected versions."""
+
+    kueue_crds: Path  # folder of CRD YAMLs
+    kueue_webhooks: Path  # webhook configurations
+    kueue_dir: Path  # module root, for anything else (e.g. admission policies)
+    provisioning_request_crd: Path
+    kwok_stages: list[Path]
+
+
+def manifests(v: Versions) -> Manifests:
+    kueue = module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
+    autoscaler_version = _required_version(
+        kueue / "go.mod", "k8s.io/autoscaler/cluster-autoscaler/apis"
+    )
+    autoscaler = module_dir("k8s.io/autoscaler/cluster-autoscaler/apis", autoscaler_version)
+    kwok = module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
+    stages = [
+        kwok / "kustomize/stage/node/fast/node-initialize.yaml",
+        *sorted((kwok / "kustomize/stage/pod/fast").glob("pod-*.yaml")),
+    ]
+    found = Manifests(
+        kueue_crds=kueue / "config/components/crd/bases",
+        kueue_webhooks=kueue / "config/components/webhook/manifests.yaml",
+        kueue_dir=kueue,
+        provisioning_request_crd=autoscaler
+        / "config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml",
+        kwok_stages=stages,
+    )
+    for path in (found.kueue_crds, found.kueue_webhooks, found.provisioning_request_crd, *stages):
+        if not path.exists():
+            raise UserError(
+                f"upstream manifest {path} is missing: run `go clean -modcache` and `mkdc bins`"
+            )
+    return found
+
+
+def _required_version(gomod: Path, module: str) -> str:
+    for line in gomod.read_text().splitlines():
+        parts = line.split()
+        if parts and parts[0] == module and len(parts) >= 2:
+            return parts[1]
+        if len(parts) >= 3 and parts[0] == "require" and parts[1] == module:
+            return parts[2]
+    raise UserError(f"{gomod} does not require {module}")

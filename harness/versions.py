@@ -1,0 +1,69 @@
+"""The version matrix: which upstream versions build one environment.
+
+Selected by `--kueue-version` / `--kubernetes-version` or MKDC_KUEUE_VERSION /
+MKDC_KUBERNETES_VERSION. Each Kueue version has a default Kubernetes version.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+from harness.errors import UserError
+
+
+@dataclass(frozen=True)
+class Versions:
+    kubernetes: str  # without the leading "v", e.g. "1.36.3"
+    kueue: str
+    etcd: str
+    kwok: str
+
+    @property
+    def kubernetes_minor(self) -> int:
+        return int(self.kubernetes.split(".")[1])
+
+    @property
+    def kueue_minor(self) -> tuple[int, int]:
+        major, minor = self.kueue.split(".")[:2]
+        return int(major), int(minor)
+
+    def describe(self) -> str:
+        return (
+            f"kubernetes v{self.kubernetes}, kueue v{self.kueue}, "
+            f"etcd v{self.etcd}, kwok v{self.kwok}"
+        )
+
+
+ETCD = "3.6.16"
+KWOK = "0.8.0"
+
+# Kueue version -> the environment it is tested on. v0.17.8 is not served by the
+# module proxy here; v0.17.1 is the newest 0.17 patch that is, on Kubernetes 1.35.
+MATRIX: dict[str, Versions] = {
+    "0.19.2": Versions(kubernetes="1.36.3", kueue="0.19.2", etcd=ETCD, kwok=KWOK),
+    "0.17.1": Versions(kubernetes="1.35.4", kueue="0.17.1", etcd=ETCD, kwok=KWOK),
+}
+DEFAULT_KUEUE = "0.19.2"
+
+
+def _strip_v(value: str) -> str:
+    return value[1:] if value.startswith("v") else value
+
+
+def select(kueue: str | None = None, kubernetes: str | None = None) -> Versions:
+    """The versions to use: explicit arguments, then environment, then the default."""
+    kueue = _strip_v(kueue or os.environ.get("MKDC_KUEUE_VERSION") or DEFAULT_KUEUE)
+    kubernetes = kubernetes or os.environ.get("MKDC_KUBERNETES_VERSION")
+    if kueue not in MATRIX:
+        known = ", ".join(f"v{k}" for k in MATRIX)
+        raise UserError(f"kueue version v{kueue} is not in the version matrix (known: {known})")
+    chosen = MATRIX[kueue]
+    if kubernetes:
+        kubernetes = _strip_v(kubernetes)
+        if kubernetes.count(".") != 2:
+            raise UserError(
+                f"kubernetes version {kubernetes!r} must be a full version such as 1.36.3"
+            )
+        chosen = replace(chosen, kubernetes=kubernetes)
+    return chosen

@@ -1,0 +1,62 @@
+"""Smoke: a Job submitted to the manager runs on exactly one worker and completes.
+
+Runs once per built-in dispatcher, each on its own small local environment, with
+the timeline recorder watching every cluster so that "exactly one worker" is seen
+while it happens (MultiKueue removes the worker's Job once the workload finishes).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import kube, workloads
+from harness.local import LocalProvider, running
+from harness.profile import DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL
+from harness.recorder import Recorder
+from harness.timeline import Kind
+
+NS = QUEUE = "mkdc"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    "dispatcher",
+    [DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL],
+    ids=["all-at-once", "incremental"],
+)
+def test_job_runs_on_exactly_one_worker(selected_versions, dispatcher: str) -> None:
+    provider = LocalProvider(selected_versions, workers=2, dispatcher_name=dispatcher)
+    with running(provider) as env:
+        recorder = Recorder(env).start()
+        try:
+            workloads.submit(env.manager, workloads.job("smoke", NS, QUEUE))
+            state = kube.wait_for(
+                "the manager's Job to finish",
+                lambda: workloads.job_finished(env.manager, NS, "smoke") or _not_yet(),
+                timeout=120,
+            )
+            workload = workloads.workload_for_job(env.manager, NS, "smoke")
+            key = f"{NS}/{workload['metadata']['name']}"
+            kube.wait_for(
+                "the workload's Finished event",
+                lambda: recorder.snapshot().of(key).where(Kind.FINISHED) or _not_yet(),
+                timeout=30,
+            )
+        finally:
+            recorder.stop()
+        assert state == "Complete"
+        placed_on = workload["status"].get("clusterName")
+        assert placed_on in {w.name for w in env.workers}
+        assert kube.condition_true(workload, "Finished")
+        timeline = recorder.snapshot().of(key)
+        ran_on = {e.cluster for e in timeline.where(Kind.JOB_CREATED)}
+        assert ran_on == {placed_on}, f"worker Jobs on {sorted(ran_on)}, placed on {placed_on}"
+        finished = timeline.where(Kind.JOB_FINISHED)
+        assert [(e.cluster, e.data["condition"]) for e in finished] == [(placed_on, "Complete")]
+        assert any(e.data["names"] for e in timeline.where(Kind.NOMINATION)), (
+            "no nomination recorded"
+        )
+
+
+def _not_yet():
+    raise kube.NotYet("not yet")

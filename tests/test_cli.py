@@ -1,0 +1,38 @@
+"""Bad input gets one clear line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import cli
+
+
+def _run(capsys, *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().err
+
+
+def test_unknown_kueue_version_exits_2_with_one_line(capsys):
+    code, err = _run(capsys, "bins", "--kueue-version", "v9.9.9")
+    assert code == 2
+    assert err.count("\n") == 1 and "v9.9.9" in err and "version matrix" in err
+
+
+def test_down_without_environment_is_harmless(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MKDC_CACHE_DIR", str(tmp_path))
+    code, err = _run(capsys, "down")
+    assert code == 0 and "no environment" in err
+
+
+def test_up_with_missing_binaries_exits_2_and_leaves_nothing(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MKDC_CACHE_DIR", str(tmp_path))
+    code, err = _run(capsys, "up", "--workers", "1")
+    assert code == 2
+    assert "is not built: run `mkdc bins`" in err
+    assert not (tmp_path / cli.CURRENT).exists()
+
+
+def test_usage_error_is_argparse_exit_2():
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["up", "--workers", "many"])
+    assert exc.value.code == 2

@@ -1,0 +1,72 @@
+"""Kueue's configuration and upstream manifests rewritten for processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from harness import kueue_install, toolchain, versions
+
+
+@pytest.fixture(scope="module")
+def manifests() -> toolchain.Manifests:
+    return toolchain.manifests(versions.select("0.19.2"))
+
+
+def test_configuration_disables_what_needs_a_pod(tmp_path: Path):
+    cfg = kueue_install.kueue_configuration(
+        kueue_version="0.19.2",
+        webhook_port=9443,
+        health_port=8081,
+        cert_dir=tmp_path,
+        manager=True,
+        dispatcher_name="example.com/mine",
+        extra={"multiKueue": {"incrementalDispatcherConfig": {"stepSize": 2}}},
+    )
+    assert cfg["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert cfg["leaderElection"] == {"leaderElect": False}
+    assert cfg["internalCertManagement"] == {"enable": False}
+    assert cfg["metrics"]["bindAddress"] == "0"
+    assert cfg["featureGates"]["VisibilityOnDemand"] is False
+    assert cfg["webhook"] == {"port": 9443, "host": "127.0.0.1", "certDir": str(tmp_path)}
+    assert cfg["health"]["healthProbeBindAddress"] == "127.0.0.1:8081"
+    # extra config merges into, not over, the harness's multiKueue section
+    assert cfg["multiKueue"]["dispatcherName"] == "example.com/mine"
+    assert cfg["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 2}
+
+
+def test_worker_configuration_has_no_dispatcher(tmp_path: Path):
+    cfg = kueue_install.kueue_configuration(
+        kueue_version="0.19.2", webhook_port=1, health_port=2, cert_dir=tmp_path, manager=False
+    )
+    assert "multiKueue" not in cfg
+
+
+def test_webhooks_point_at_loopback_and_skip_other_integrations(manifests):
+    ca = b"-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"
+    docs = kueue_install.webhook_configurations(manifests, webhook_port=9555, ca_pem=ca)
+    kinds = {d["kind"] for d in docs}
+    assert kinds == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    paths = []
+    for doc in docs:
+        for hook in doc["webhooks"]:
+            cc = hook["clientConfig"]
+            assert "service" not in cc
+            assert cc["url"].startswith("https://127.0.0.1:9555/")
+            assert base64.b64decode(cc["caBundle"]) == ca
+            paths.append(cc["url"])
+    assert any("batch-v1-job" in p for p in paths)
+    assert any("clusterqueue" in p for p in paths)
+    assert not any("v1-pod" in p or "deployment" in p for p in paths)
+
+
+def test_crds_convert_through_local_webhook(manifests):
+    docs = kueue_install.crds(manifests, webhook_port=9555, ca_pem=b"ca")
+    by_name = {d["metadata"]["name"]: d for d in docs}
+    assert "provisioningrequests.autoscaling.x-k8s.io" in by_name
+    conversion = by_name["workloads.kueue.x-k8s.io"]["spec"]["conversion"]
+    assert conversion["strategy"] == "Webhook"
+    assert conversion["webhook"]["clientConfig"]["url"] == "https://127.0.0.1:9555/convert"
+    assert "conversion" not in by_name["admissionchecks.kueue.x-k8s.io"]["spec"]

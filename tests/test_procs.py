@@ -1,0 +1,90 @@
+"""Process groups: everything a started process forks is stopped with it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+
+from harness import procs
+from harness.errors import UserError
+
+
+def _pids_in_group(pgid: int) -> bool:
+    return procs.group_alive(pgid)
+
+
+def test_stop_reaches_grandchildren(tmp_path):
+    sup = procs.Supervisor(tmp_path)
+    managed = sup.start("tree", ["/bin/sh", "-c", "sleep 60 & sleep 60 & wait"])
+    time.sleep(0.2)
+    assert _pids_in_group(managed.pgid)
+    sup.stop_all()
+    assert not _pids_in_group(managed.pgid)
+    assert json.loads((tmp_path / procs.STATE_FILE).read_text()) == {}
+
+
+def test_term_ignoring_process_is_killed_after_grace(tmp_path):
+    sup = procs.Supervisor(tmp_path)
+    managed = sup.start("stubborn", ["/bin/sh", "-c", "trap '' TERM; sleep 60 & wait; sleep 60"])
+    time.sleep(0.2)
+    started = time.monotonic()
+    sup.stop("stubborn", grace=0.5)
+    assert not _pids_in_group(managed.pgid)
+    assert time.monotonic() - started < 5
+
+
+def test_recorded_groups_can_be_stopped_from_another_process(tmp_path):
+    sup = procs.Supervisor(tmp_path, outlive_parent=True)
+    managed = sup.start("lingering", ["/bin/sleep", "60"])
+    assert procs.stop_recorded(tmp_path) == 1
+    assert not _pids_in_group(managed.pgid)
+    managed.popen.wait(timeout=5)
+
+
+def test_missing_binary_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="not found: run `mkdc bins`"):
+        procs.Supervisor(tmp_path).start("ghost", [str(tmp_path / "nope")])
+
+
+def test_death_at_start_names_the_log(tmp_path):
+    sup = procs.Supervisor(tmp_path)
+    sup.start(
+        "dies",
+        ["/bin/sh", "-c", "echo listen tcp 127.0.0.1:1: bind: address already in use; exit 3"],
+    )
+    sup.procs["dies"].popen.wait(timeout=5)
+    with pytest.raises(UserError) as err:
+        sup.check_alive("dies")
+    message = str(err.value)
+    assert (
+        "exited with code 3" in message
+        and "dies.log" in message
+        and "address already in use" in message
+    )
+    assert "\n" not in message
+
+
+def test_free_port_is_free_and_detects_use():
+    port = procs.free_port()
+    assert not procs.port_in_use(port)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        assert procs.port_in_use(port)
+
+
+def test_children_survive_the_thread_that_started_them(tmp_path):
+    """The parent-death signal must not fire when a short-lived worker thread ends."""
+    import threading
+
+    sup = procs.Supervisor(tmp_path)
+    started = []
+    t = threading.Thread(target=lambda: started.append(sup.start("bg", ["/bin/sleep", "60"])))
+    t.start()
+    t.join()
+    time.sleep(0.3)
+    assert started[0].alive()
+    sup.stop_all()
