@@ -119,6 +119,50 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from harness.run import Options, run
+
+    def ids(text: str | None) -> tuple[str, ...]:
+        return tuple(i.strip() for i in (text or "").split(",") if i.strip())
+
+    slacks = dict(s.split("=", 1) for s in args.slack or [])
+    return run(
+        Options(
+            profile=args.profile,
+            provider=args.provider,
+            workers=args.workers,
+            report_dir=Path(args.report_dir or f"reports/{Path(args.profile).stem}"),
+            checks=ids(args.checks),
+            skip_checks=ids(args.skip_checks),
+            parallel=args.n,
+            full=args.full,
+            kueue_version=args.kueue_version,
+            kubernetes_version=args.kubernetes_version,
+            slacks=slacks,
+            clusters=tuple(args.cluster or ()),
+        )
+    )
+
+
+def cmd_report_verify(args: argparse.Namespace) -> int:
+    from harness.report import verify_report
+
+    problems = verify_report(args.file)
+    for problem in problems:
+        print(f"{args.file}: {problem}")
+    if not problems:
+        print(f"{args.file}: ok")
+    return 1 if problems else 0
+
+
+def cmd_checks(_args: argparse.Namespace) -> int:
+    from suites.checks import CATALOGUE
+
+    for check in CATALOGUE.values():
+        print(f"{check.id:7} {check.name:28} {check.feature or 'core':22} {check.summary}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mkdc", description="MultiKueue dispatcher conformance")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -138,6 +182,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_up)
     p = sub.add_parser("down", help="stop the environment and remove everything it made")
     p.set_defaults(func=cmd_down)
+    p = sub.add_parser("run", help="run the conformance suite for a dispatcher profile")
+    _version_args(p)
+    p.add_argument("--profile", required=True, help="a built-in profile name or a path")
+    p.add_argument("--provider", default="local", choices=["local", "kind", "existing"])
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--report-dir", help="default: reports/<profile>")
+    p.add_argument("--checks", help="only these check IDs (comma separated)")
+    p.add_argument("--skip-checks", help="not these check IDs (comma separated)")
+    p.add_argument("-n", type=int, default=2, help="parallel scenario workers (pytest-xdist)")
+    p.add_argument("--full", action="store_true", help="include slow scenarios (long rounds)")
+    p.add_argument("--slack", action="append", metavar="NAME=DURATION", help="override a slack")
+    p.add_argument(
+        "--cluster",
+        action="append",
+        metavar="NAME=KUBECONFIG[:CONTEXT]",
+        help="existing provider: the manager and each worker",
+    )
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("report", help="work with reports")
+    rsub = p.add_subparsers(dest="report_command", required=True)
+    v = rsub.add_parser("verify", help="check a report as a submission gate would")
+    v.add_argument("file")
+    v.set_defaults(func=cmd_report_verify)
+    p = sub.add_parser("checks", help="list the check catalogue")
+    p.set_defaults(func=cmd_checks)
     return parser
 
 

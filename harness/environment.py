@@ -23,10 +23,13 @@ class Cluster:
     kubeconfig: Path
     role: str  # "manager" | "worker"
     endpoints: dict[str, int] = field(default_factory=dict)  # component -> port
+    # The kubeconfig context the harness uses (None: its current-context). A worker's
+    # current-context is how the manager's Kueue reaches it, which may differ (kind).
+    context: str | None = None
 
     @functools.cached_property
     def api(self) -> client.ApiClient:
-        return kube.api_client(self.kubeconfig)
+        return kube.api_client(self.kubeconfig, self.context)
 
     @functools.cached_property
     def dyn(self) -> dynamic.DynamicClient:
@@ -41,6 +44,7 @@ class Cluster:
             "kubeconfig": str(self.kubeconfig),
             "role": self.role,
             "endpoints": self.endpoints,
+            "context": self.context,
         }
 
 
@@ -94,7 +98,13 @@ class Environment:
         raw = json.loads((run_dir / ENV_FILE).read_text())
 
         def cluster(c: dict[str, Any]) -> Cluster:
-            return Cluster(c["name"], Path(c["kubeconfig"]), c["role"], c.get("endpoints", {}))
+            return Cluster(
+                c["name"],
+                Path(c["kubeconfig"]),
+                c["role"],
+                c.get("endpoints", {}),
+                c.get("context"),
+            )
 
         return cls(
             provider=raw["provider"],

@@ -32,11 +32,13 @@ class NotYet(Exception):
     """Raised inside a wait to say: the condition does not hold yet, try again."""
 
 
-def api_client(kubeconfig: Path | str) -> client.ApiClient:
+def api_client(kubeconfig: Path | str, context: str | None = None) -> client.ApiClient:
+    """A client for one kubeconfig; `context` None means its current-context."""
     try:
-        api = config.new_client_from_config(config_file=str(kubeconfig))
+        api = config.new_client_from_config(config_file=str(kubeconfig), context=context)
     except Exception as exc:  # the client raises several types for a bad file
-        raise UserError(f"kubeconfig {kubeconfig} cannot be used: {exc}") from exc
+        where = f"{kubeconfig} (context {context})" if context else str(kubeconfig)
+        raise UserError(f"kubeconfig {where} cannot be used: {exc}") from exc
     api.configuration.retries = urllib3.Retry(total=0)
     return api
 

@@ -133,3 +133,58 @@ def webhook_configurations(
         doc["webhooks"] = hooks
         out.append(doc)
     return out
+
+
+# How an external dispatcher's nominations coexist with Kueue's own status writes.
+ADMISSION_POLICY = "admission-policy"  # Kueue's MutatingAdmissionPolicy clears stale nominations
+MERGE_PATCH = "merge-patch"  # Kueue's WorkloadRequestUseMergePatch gate on
+KUEUE_ADMISSION = "kueue-admission"  # the dispatcher applies as Kueue's own field manager
+WRITE_MODES = (ADMISSION_POLICY, MERGE_PATCH, KUEUE_ADMISSION)
+
+
+def admission_policy_path(manifests: Manifests) -> Path:
+    return manifests.kueue_dir / "config/components/map/manifests.yaml"
+
+
+def write_mode_supported(mode: str, manifests: Manifests, kubernetes_minor: int) -> str | None:
+    """None when the mode works on these versions, else why not (one line)."""
+    if mode == ADMISSION_POLICY:
+        if not admission_policy_path(manifests).exists():
+            return (
+                "this Kueue ships no clear-nominated-cluster-names MutatingAdmissionPolicy (v0.19+)"
+            )
+        if kubernetes_minor < 36:
+            return "MutatingAdmissionPolicy admissionregistration.k8s.io/v1 needs Kubernetes 1.36+"
+    elif mode not in WRITE_MODES:
+        return f"unknown mode {mode!r} (known: {', '.join(WRITE_MODES)})"
+    return None
+
+
+def default_write_mode(manifests: Manifests, kubernetes_minor: int) -> str:
+    """admission-policy where the versions support it, else kueue-admission."""
+    if write_mode_supported(ADMISSION_POLICY, manifests, kubernetes_minor) is None:
+        return ADMISSION_POLICY
+    return KUEUE_ADMISSION
+
+
+def write_mode_config(mode: str) -> dict[str, Any]:
+    """Extra Kueue configuration a mode needs."""
+    return {"featureGates": {"WorkloadRequestUseMergePatch": True}} if mode == MERGE_PATCH else {}
+
+
+def admission_policy_documents(manifests: Manifests) -> list[dict[str, Any]]:
+    return load_documents(admission_policy_path(manifests))
+
+
+def manager_config_map(config: dict[str, Any], kueue_version: str) -> dict[str, Any]:
+    """Kueue's configuration where a real install keeps it, so tools can read it back."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "kueue-manager-config",
+            "namespace": NAMESPACE,
+            "labels": {"app.kubernetes.io/version": f"v{kueue_version}"},
+        },
+        "data": {"controller_manager_config.yaml": yaml.safe_dump(config, sort_keys=False)},
+    }

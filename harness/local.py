@@ -27,6 +27,7 @@ from harness import kube, kueue_install, multikueue, pki, toolchain
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
 from harness.procs import Supervisor, free_port
+from harness.providers import STOP_APISERVER
 from harness.versions import Versions
 
 MANAGER = "manager"
@@ -92,6 +93,7 @@ class LocalProvider:
     """Starts and stops one manager + N workers as local processes."""
 
     name = "local"
+    capabilities = frozenset({STOP_APISERVER})
 
     def __init__(
         self,
@@ -100,6 +102,7 @@ class LocalProvider:
         workers: int = 4,
         dispatcher_name: str | None = None,
         kueue_extra: dict[str, Any] | None = None,
+        write_mode: str | None = None,
         outlive_parent: bool = False,
         nodes_per_worker: int = 2,
         node_capacity: dict[str, str] | None = None,
@@ -111,6 +114,7 @@ class LocalProvider:
         self.worker_count = workers
         self.dispatcher_name = dispatcher_name
         self.kueue_extra = kueue_extra or {}
+        self.write_mode = write_mode  # None: the default for these versions
         self.nodes_per_worker = nodes_per_worker
         self.node_capacity = node_capacity or {"cpu": "64", "memory": "256Gi", "pods": "250"}
         self.progress = progress or (lambda _msg: None)
@@ -127,6 +131,19 @@ class LocalProvider:
         """Start everything; on any failure stop what was started and re-raise."""
         bins = self._binaries()
         man = toolchain.manifests(self.versions)
+        self.write_mode = self.write_mode or kueue_install.default_write_mode(
+            man, self.versions.kubernetes_minor
+        )
+        why_not = kueue_install.write_mode_supported(
+            self.write_mode, man, self.versions.kubernetes_minor
+        )
+        if why_not:
+            raise UserError(
+                f"nominationWrites {self.write_mode}: {why_not} ({self.versions.describe()})"
+            )
+        self.kueue_extra = kueue_install.deep_merge(
+            self.kueue_extra, kueue_install.write_mode_config(self.write_mode)
+        )
         self.run_dir = Path(tempfile.mkdtemp(prefix="mkdc-run-"))  # created 0700
         self.supervisor = Supervisor(self.run_dir, outlive_parent=self.outlive_parent)
         try:
@@ -167,6 +184,7 @@ class LocalProvider:
             kubernetes_version=f"v{self.versions.kubernetes}",
             kueue_version=f"v{self.versions.kueue}",
             dispatcher_name=self.dispatcher_name,
+            nomination_write_mode=self.write_mode,
             info={"auditLog": str(self.run_dir / MANAGER / "audit.log")},
         )
         self.progress(f"kueue ready ({time.monotonic() - started:.1f}s); wiring MultiKueue")

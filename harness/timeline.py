@@ -108,6 +108,10 @@ class Timeline:
             e for e in self._events if e.kind in kinds and (cluster is None or e.cluster == cluster)
         ]
 
+    def where_placed(self) -> list[Event]:
+        """PLACEMENT events that set a cluster (not the clearing ones)."""
+        return [e for e in self.where(Kind.PLACEMENT) if e.data.get("cluster")]
+
     def workloads(self) -> list[str]:
         seen: dict[str, None] = {}
         for e in self._events:

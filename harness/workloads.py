@@ -40,7 +40,8 @@ def job(
             "backoffLimit": 0,
             "suspend": True,
             "template": {
-                "metadata": {"annotations": {RUN_FOR: run_for, JITTER: "0s"}},
+                # KWOK uses the jitter as the delay when it is not above it: make them equal
+                "metadata": {"annotations": {RUN_FOR: run_for, JITTER: run_for}},
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [

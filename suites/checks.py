@@ -754,9 +754,11 @@ def _first_use(tl: Timeline, cluster: str, after: float) -> float | None:
 
 
 def foreign_workloads_untouched(tl: Timeline, b: Bounds) -> Verdict:
-    """CORE-08 (scenario scope): no WRITE (any verb, outcome or subresource) by a
-    dispatcher user to a foreign workload: Bounds.foreign_workloads, plus every workload
-    named by an ACTION what="foreign" (data workload, or the event's workload)."""
+    """CORE-08 (scenario scope): a foreign workload (Bounds.foreign_workloads, plus every
+    workload named by an ACTION what="foreign") is never written by a dispatcher user
+    (any WRITE: verb, outcome or subresource) and never gets a nomination by a
+    dispatcher writer. Without known dispatcher users (a dispatcher built into Kueue,
+    whose writes share Kueue's identity) the nominations alone are judged."""
     foreign = set(b.foreign_workloads)
     for e in tl.where(Kind.ACTION):
         if e.data.get("what") == "foreign":
@@ -764,13 +766,17 @@ def foreign_workloads_untouched(tl: Timeline, b: Bounds) -> Verdict:
     foreign.discard("")
     if not foreign:
         return Verdict.unclear("no foreign workload in the scenario")
-    if not b.dispatcher_users:
-        return Verdict.unclear("dispatcher users unknown: writes cannot be attributed")
     problems = [
         f"{e.data.get('user')} wrote {e.workload} ({e.data.get('verb')}"
         f"{'/' + e.data['subresource'] if e.data.get('subresource') else ''}) at {_at(e.t)}"
         for e in tl.where(Kind.WRITE)
         if e.workload in foreign and e.data.get("user") in b.dispatcher_users
+    ]
+    problems += [
+        f"{e.data.get('writer') or 'unknown writer'} nominated {_list(names(e))} for "
+        f"{e.workload} at {_at(e.t)}"
+        for e in tl.where(Kind.NOMINATION)
+        if e.workload in foreign and names(e) and _is_dispatcher(e.data.get("writer"), b)
     ]
     measured = {"foreignWorkloads": len(foreign), "foreignWrites": len(problems)}
     return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)

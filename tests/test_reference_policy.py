@@ -358,20 +358,20 @@ def test_round_start_in_the_future_is_clamped_to_now() -> None:
 # --- limits and degenerate inputs -----------------------------------------------------------
 
 
-def test_never_more_than_ten_names_and_never_duplicates() -> None:
-    names = [f"w{i:02d}" for i in range(14)]
+def test_never_more_than_twenty_names_and_never_duplicates() -> None:
+    names = [f"w{i:02d}" for i in range(24)]
     sim = Sim(clusters(*names), step=3)
     decisions = [sim.at(10.0 * i) for i in range(12)]
     seen = [d.nominees for d in decisions]
     assert all(len(n) <= MAX_NOMINEES and len(set(n)) == len(n) for n in seen)
-    assert seen[3] == names[2:12]  # 12 tried: the oldest nominees make room
-    assert seen[4] == names[4:14]
-    assert seen[5] == names[:3]  # more active clusters than fit: a new cycle starts
-    assert decisions[5].state.cycle == 2
+    assert seen[6] == names[1:21]  # 21 tried: the oldest nominees make room
+    assert seen[7] == names[4:24]
+    assert seen[8] == names[:3]  # more active clusters than fit: a new cycle starts
+    assert decisions[8].state.cycle == 2
 
 
 def test_step_above_the_maximum_is_capped() -> None:
-    sim = Sim(clusters(*[f"w{i}" for i in range(12)]), step=12, mode="exclusive")
+    sim = Sim(clusters(*[f"w{i}" for i in range(24)]), step=24, mode="exclusive")
     assert len(sim.at(0).nominees) == MAX_NOMINEES
 
 
@@ -393,7 +393,7 @@ def test_empty_config_and_missing_cluster_objects() -> None:
 
 def test_random_walk_keeps_the_nomination_list_valid() -> None:
     rng = random.Random(7)
-    names = [f"w{i}" for i in range(12)]
+    names = [f"w{i}" for i in range(24)]
     for mode in ("cumulative", "exclusive"):
         sim = Sim(clusters(*names), mode=mode, step=rng.randint(1, 4))
         for tick in range(300):

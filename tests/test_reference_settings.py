@@ -121,7 +121,7 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
         ("--round-timeout", "soon", "round-timeout"),
         ("--round-timeout", "0s", "round-timeout"),
         ("--step", "0", "step"),
-        ("--step", "11", "step"),
+        ("--step", "21", "step"),
         ("--step", "two", "step"),
         ("--mode", "greedy", "mode"),
         ("--tier-label", "not a key", "tier-label"),

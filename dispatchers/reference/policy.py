@@ -15,7 +15,7 @@ Model
   timed out. Inactive clusters stay untried (they cost no round) and are picked up when a
   later round reaches them after they come back; clusters added to the config are untried.
 * **Nominees**: cumulative mode keeps every cluster tried in this cycle; exclusive mode keeps
-  only the batch. Inactive, removed and failed clusters are never written; at most 10 names
+  only the batch. Inactive, removed and failed clusters are never written; at most 20 names
   (above that, the oldest nominees make room).
 * **Escalation**: when ``now >= round_start + timeout``; earlier when the round has nothing
   usable left to nominate, or right after ``record_failure``.
@@ -43,7 +43,7 @@ from typing import Any
 
 from dispatchers.reference.settings import Settings, parse_duration
 
-MAX_NOMINEES = 10  # API maximum of .status.nominatedClusterNames
+MAX_NOMINEES = 20  # API maximum of .status.nominatedClusterNames
 NO_ACTIVE_RECHECK = 5.0  # seconds between looks when no configured cluster is active
 STATE_VERSION = 1
 
@@ -146,6 +146,7 @@ class DispatchState:
     failed: tuple[str, ...] = ()  # clusters where the workload failed, oldest first
     nominees: tuple[str, ...] = ()  # the last nominatedClusterNames decided
     advance: bool = False  # a failure ended the round: start the next one at once
+    failure_mark: str = ""  # the I/O layer's id of the last failure recorded (deduplication)
 
     def to_json(self) -> str:
         """Compact JSON; empty fields are left out."""
@@ -157,6 +158,8 @@ class DispatchState:
                 data[name] = list(getattr(self, name))
         if self.advance:
             data["advance"] = True
+        if self.failure_mark:
+            data["mark"] = self.failure_mark
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -171,7 +174,11 @@ class DispatchState:
         advance = data.get("advance", False)
         if not isinstance(advance, bool):
             raise StateError(f"dispatch state field 'advance' is not a boolean: {advance!r}")
+        mark = data.get("mark", "")
+        if not isinstance(mark, str):
+            raise StateError(f"dispatch state field 'mark' is not a string: {mark!r}")
         return cls(
+            failure_mark=mark,
             round=_int_field(data, "round"),
             round_start=_number_field(data, "start"),
             cycle=_int_field(data, "cycle"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -18,8 +17,11 @@ from typing import Any
 
 import yaml
 
+from harness.durations import parse_duration as _harness_parse_duration
+
 MODES = ("cumulative", "exclusive")
-MAX_STEP = 10  # the API maximum of .status.nominatedClusterNames
+WRITE_MODES = ("admission-policy", "kueue-admission", "merge-patch")
+MAX_STEP = 20  # the API maximum of .status.nominatedClusterNames
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 BUILTIN_DISPATCHERS = (
     "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
@@ -27,8 +29,6 @@ BUILTIN_DISPATCHERS = (
 )
 TIMEOUT_ANNOTATION = "mkdc.example/round-timeout"
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _QUALIFIED_NAME = re.compile(rf"({_DNS_SUBDOMAIN}/)?{_NAME}")
@@ -46,29 +46,14 @@ class SettingsError(ValueError):
 def parse_duration(value: object) -> float:
     """Seconds from ``10s``, ``2m``, ``1m30s``, ``500ms``, ``1h`` or a plain number.
 
-    Shared with the I/O layer, which parses the timeout annotations with it.
-    Raises ValueError for anything else, negative values included.
+    The harness's parser (one meaning of ``1m30s`` everywhere), except that a setting needs
+    a value: None is rejected too. Raises ValueError for anything else, negatives included.
     """
-    if isinstance(value, bool):
+    if value is None or not isinstance(value, str | int | float):
         raise ValueError(f"invalid duration {value!r}")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    else:
-        seconds = _parse_duration_text(str(value).strip())
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"invalid duration {value!r}")
+    seconds = _harness_parse_duration(value)
+    assert seconds is not None  # only None maps to None
     return seconds
-
-
-def _parse_duration_text(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    parts = _DURATION_PART.findall(text)
-    if not text or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"invalid duration {text!r} (use e.g. 10s, 2m, 1m30s, 500ms or seconds)")
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
 
 
 @dataclass(frozen=True)
@@ -91,6 +76,9 @@ class Settings:
     lease_duration: float = 15.0
     metrics_port: int = 0  # 0 = no metrics endpoint
     log_level: str = "INFO"
+    write_mode: str = "admission-policy"  # or kueue-admission, merge-patch (see writes.py)
+    field_manager: str = "mkdc-reference-dispatcher"  # admission-policy and merge-patch modes
+    identity: str = ""  # lease holder identity; "" = hostname_pid
 
     def validated(self) -> Settings:
         """Return a normalised copy, or raise SettingsError for the first bad field."""
@@ -178,6 +166,20 @@ def _kubeconfig(value: object) -> str | None:
     return path
 
 
+def _field_manager(value: object) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= 128 or not value.isprintable():
+        raise ValueError(f"must be 1-128 printable characters, got {value!r}")
+    if value == "kueue-admission":
+        raise ValueError("is Kueue's own manager; use --write-mode kueue-admission instead")
+    return value
+
+
+def _identity(value: object) -> str:
+    if not isinstance(value, str) or len(value) > 128:
+        raise ValueError(f"must be at most 128 characters, got {value!r}")
+    return value
+
+
 def _boolean(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"must be true or false, got {value!r}")
@@ -202,6 +204,9 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "lease_duration": _lease_duration,
     "metrics_port": _int_in(0, 65535),
     "log_level": _one_of(LOG_LEVELS, upper=True),
+    "write_mode": _one_of(WRITE_MODES),
+    "field_manager": _field_manager,
+    "identity": _identity,
 }
 
 

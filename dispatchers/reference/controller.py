@@ -1,0 +1,324 @@
+"""The reconcile loop: cached objects in, one decision per workload, two guarded writes out.
+
+Order of writes matters for restart safety: the DispatchState annotation is persisted before
+the nominations it implies, so a crash between the two re-derives the same nominees from the
+state instead of starting a new round. Every write carries the resourceVersion it was
+computed from; a 409 means "re-read and decide again", never "force".
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from dispatchers.reference import model, policy, writes
+from dispatchers.reference.kube import Forbidden, Informer, Kube
+from dispatchers.reference.leader import LeaderElector
+from dispatchers.reference.metrics import Metrics
+from dispatchers.reference.settings import Settings
+from dispatchers.reference.workqueue import WorkQueue
+
+log = logging.getLogger("mkdc.reference")
+PLURALS = (
+    "workloads",
+    "localqueues",
+    "clusterqueues",
+    "admissionchecks",
+    "multikueueconfigs",
+    "multikueueclusters",
+)
+MAX_CONFLICTS = 5
+Snapshot = Mapping[str, Mapping[str, Mapping[str, Any]]]  # plural -> key -> object
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything known about one workload at one instant, and what to do."""
+
+    key: str
+    route: model.Route | None
+    not_pending: str | None  # why the workload is left alone; None: dispatch it
+    state: policy.DispatchState = policy.DispatchState()
+    state_problem: str = ""
+    failure: model.Failure | None = None  # a new failure, recorded into ``state``
+    decision: policy.Decision | None = None
+    clusters: tuple[policy.ClusterInfo, ...] = ()
+    order: tuple[str, ...] = ()
+    view: policy.WorkloadView | None = None
+
+
+def plan(
+    now: float,
+    workload: Mapping[str, Any],
+    snap: Snapshot,
+    settings: Settings,
+    last_cluster: str | None = None,
+) -> Plan:
+    """Pure: the decision for ``workload`` given cached objects (shared with ``explain``)."""
+    key = model.key_of(workload)
+    route = model.route_of(
+        workload, snap["localqueues"], snap["clusterqueues"], snap["admissionchecks"]
+    )
+    why = model.not_pending_because(workload, route)
+    if why is not None or route is None:
+        return Plan(key, route, why)
+    meta = workload.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    state, problem = policy.DispatchState(), ""
+    if settings.state_annotation in annotations:
+        try:
+            state = policy.DispatchState.from_json(annotations[settings.state_annotation])
+        except policy.StateError as err:
+            problem = f"{err}; starting afresh"
+    failure = model.failure_of(workload, last_cluster)
+    if failure is not None and failure.mark != state.failure_mark:
+        state = replace(
+            policy.record_failure(state, failure.cluster, now), failure_mark=failure.mark
+        )
+    else:
+        failure = None
+    config = snap["multikueueconfigs"].get(route.config) or {}
+    order = tuple(str(n) for n in (config.get("spec") or {}).get("clusters") or [])
+    clusters = tuple(
+        policy.ClusterInfo.from_metadata(
+            name,
+            model.cluster_active(obj),
+            (obj.get("metadata") or {}).get("labels"),
+            (obj.get("metadata") or {}).get("annotations"),
+            settings,
+        )
+        for name in order
+        if (obj := snap["multikueueclusters"].get(name)) is not None
+    )
+    view = policy.WorkloadView.from_metadata(
+        key, annotations, route.config, (config.get("metadata") or {}).get("annotations"), settings
+    )
+    decision = policy.decide(now, view, clusters, order, settings, state)
+    return Plan(key, route, None, state, problem, failure, decision, clusters, order, view)
+
+
+class Controller:
+    """Informers feed a work queue; workers reconcile one workload key at a time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        kube: Kube,
+        metrics: Metrics,
+        elector: LeaderElector | None,
+        stop: threading.Event,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings, self.kube, self.metrics = settings, kube, metrics
+        self.elector, self.stop, self.clock = elector, stop, clock
+        self.queue = WorkQueue()
+        self.fatal: str | None = None
+        self.informers = {
+            plural: Informer(
+                kube,
+                plural,
+                self._on_workload if plural == "workloads" else self._on_other,
+                self._on_fatal,
+                stop,
+            )
+            for plural in PLURALS
+        }
+        self.last_cluster: dict[str, str] = {}  # placement seen, for failure attribution
+        self._leading = False
+
+    # --- wiring -------------------------------------------------------------------------
+
+    def start(self, workers: int = 2) -> list[threading.Thread]:
+        threads = [
+            threading.Thread(target=inf.run, name=f"watch-{p}", daemon=True)
+            for p, inf in self.informers.items()
+        ]
+        threads += [
+            threading.Thread(target=self._work, name=f"worker-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        if self.elector is not None:
+            threads.append(threading.Thread(target=self._elect, name="leader", daemon=True))
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def _on_fatal(self, err: Exception) -> None:
+        if self.fatal is None:
+            self.fatal = str(err)
+        self.stop.set()
+        self.queue.shutdown()
+
+    def _elect(self) -> None:
+        assert self.elector is not None
+        while not self.stop.is_set():
+            try:
+                leading = self.elector.tick()
+            except ApiException as err:
+                if err.status == 403:
+                    lease = f"leases.coordination.k8s.io {self.settings.lease_name}"
+                    self._on_fatal(_lease_forbidden(err, lease, self.settings.lease_namespace))
+                    return
+                log.warning("lease request failed", extra={"error": str(err)[:200]})
+                leading = self.elector.is_leader
+            except Exception as err:
+                log.warning("lease request failed", extra={"error": str(err)[:200]})
+                leading = self.elector.is_leader
+            if leading != self._leading:
+                self._leading = leading
+                self.metrics.leader.set(1 if leading else 0)
+                log.info("leadership changed", extra={"leader": leading})
+                if leading:
+                    self._enqueue_all()
+            self.stop.wait(self.elector.retry_period)
+        self.elector.release()
+
+    def may_write(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def _on_workload(self, kind: str, obj: dict[str, Any]) -> None:
+        key = model.key_of(obj)
+        if kind == "DELETED":
+            self.last_cluster.pop(key, None)
+            return
+        placed = (obj.get("status") or {}).get("clusterName")
+        if placed and self.last_cluster.get(key) != placed:
+            if key in self.last_cluster or kind != "SYNC":
+                self.metrics.placement.observe(_age(obj, self.clock()))
+            self.last_cluster[key] = str(placed)
+        self.queue.add(key)
+
+    def _on_other(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind != "SYNC":  # a queue, check, config or cluster changed: look at all again
+            self._enqueue_all()
+
+    def _enqueue_all(self) -> None:
+        for key, obj in self.informers["workloads"].snapshot().items():
+            if model.condition_true(obj, "QuotaReserved") and not (obj.get("status") or {}).get(
+                "clusterName"
+            ):
+                self.queue.add(key)
+
+    def snapshot(self) -> dict[str, dict[str, dict[str, Any]]]:
+        return {p: inf.snapshot() for p, inf in self.informers.items()}
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def _work(self) -> None:
+        for inf in self.informers.values():
+            while not inf.synced.wait(0.5):
+                if self.stop.is_set():
+                    return
+        while not self.stop.is_set():
+            key = self.queue.get(timeout=1.0)
+            if key is None:
+                continue
+            try:
+                delay = self.reconcile(key)
+                self.queue.forget(key)
+                if delay is not None:
+                    self.queue.add_after(key, delay)
+            except Forbidden as err:
+                self._on_fatal(err)
+            except Exception as err:
+                wait = self.queue.rate_limited(key)
+                log.warning(
+                    "reconcile failed",
+                    extra={"workload": key, "error": str(err)[:300], "retry": wait},
+                )
+            finally:
+                self.queue.done(key)
+
+    def reconcile(self, key: str) -> float | None:
+        """Dispatch one workload; returns when to look again (None: only on change)."""
+        workload = self.informers["workloads"].get(key)
+        for _ in range(MAX_CONFLICTS):
+            if workload is None or not self.may_write():
+                return None
+            try:
+                return self._reconcile(workload)
+            except ApiException as err:
+                if err.status != 409:
+                    raise
+                self.metrics.conflicts.inc()
+                ns, name = key.split("/", 1)
+                workload = self.kube.get_workload(ns, name)
+        raise RuntimeError(f"{MAX_CONFLICTS} write conflicts in a row")
+
+    def _reconcile(self, workload: Mapping[str, Any]) -> float | None:
+        now = self.clock()
+        snap = self.snapshot()
+        p = plan(now, workload, snap, self.settings, self.last_cluster.get(model.key_of(workload)))
+        if p.not_pending is not None or p.decision is None:
+            log.debug("skipped", extra={"workload": p.key, "why": p.not_pending})
+            return None
+        d = p.decision
+        if p.state_problem:
+            log.warning("bad dispatch state", extra={"workload": p.key, "error": p.state_problem})
+        if p.failure is not None:
+            self.metrics.failures.inc()
+            log.info("failure recorded", extra={"workload": p.key, "why": p.failure.why})
+        meta = workload["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        current = workload
+        text = d.state.to_json()
+        if (meta.get("annotations") or {}).get(self.settings.state_annotation) != text:
+            body = writes.annotation_write(current, self.settings.state_annotation, text)
+            current = self.kube.patch_workload(ns, name, body, self.settings.field_manager)
+        before = writes.nominees_of(current)
+        if before != d.nominees:
+            ctype, body, params = writes.status_write(
+                self.settings.write_mode, current, d.nominees, self.settings.field_manager
+            )
+            self.kube.patch_workload_status(ns, name, ctype, body, params)
+            self.metrics.nominations.labels(self.settings.write_mode).inc()
+            if not before and d.nominees and d.state.round == 1:
+                self.metrics.first_nomination.observe(_age(workload, now))
+        if d.new_round:
+            self.metrics.rounds.inc()
+        changed = before != d.nominees or d.new_round or p.failure is not None
+        log.log(
+            logging.INFO if changed else logging.DEBUG,
+            "decision",
+            extra={
+                "workload": p.key,
+                "round": d.state.round,
+                "nominees": d.nominees,
+                "changed": before != d.nominees,
+                "requeue_after": d.requeue_after,
+                "reason": d.reason,
+            },
+        )
+        if changed:
+            self._event(current, "Failover" if p.failure else "Nominated", d.reason)
+        return d.requeue_after
+
+    def _event(self, workload: Mapping[str, Any], reason: str, message: str) -> None:
+        try:
+            self.kube.event(workload, reason, message, "mkdc-reference-dispatcher")
+        except Forbidden:
+            raise
+        except Exception as err:  # an Event is best effort
+            log.warning("event not recorded", extra={"error": str(err)[:200]})
+
+
+def _age(obj: Mapping[str, Any], now: float) -> float:
+    import calendar
+
+    created = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not created:
+        return 0.0
+    stamp = calendar.timegm(time.strptime(str(created), "%Y-%m-%dT%H:%M:%SZ"))
+    return max(now - stamp, 0.0)
+
+
+def _lease_forbidden(err: ApiException, resource: str, namespace: str) -> Forbidden:
+    from dispatchers.reference.kube import forbidden
+
+    return forbidden(err, "get/create/update", resource, namespace)

@@ -1,0 +1,281 @@
+"""The few Kubernetes API calls the dispatcher makes, and a list-then-watch informer.
+
+Only the official client is used. A 403 anywhere becomes ``Forbidden`` naming the missing
+permission (the CLI prints it and exits 2): least-privilege deployments should fail loudly
+and once, not retry forever.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import urllib3
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+from dispatchers.reference.model import GROUP, VERSION
+from dispatchers.reference.writes import MERGE
+
+log = logging.getLogger(__name__)
+WATCH_SECONDS = 290  # server-side watch timeout; the informer resumes from the last RV
+
+
+class Forbidden(Exception):
+    """The dispatcher's identity lacks a permission; the message names it."""
+
+
+def forbidden(err: ApiException, verb: str, resource: str, namespace: str | None) -> Forbidden:
+    where = f" in namespace {namespace}" if namespace else " (cluster-wide)"
+    try:
+        detail = str(json.loads(err.body or "{}").get("message") or err.reason)
+    except (ValueError, AttributeError):
+        detail = str(err.body or err.reason)
+    detail = " ".join(detail.split())[:300]
+    return Forbidden(f"missing permission: {verb} {resource}{where}; server said: {detail}")
+
+
+def connect(kubeconfig: str | None) -> client.ApiClient:
+    if kubeconfig:
+        api = config.new_client_from_config(config_file=kubeconfig)
+    else:
+        config.load_incluster_config()
+        api = client.ApiClient()
+    api.configuration.retries = urllib3.Retry(total=0)
+    return api
+
+
+class Kube:
+    """Typed-enough wrappers over CustomObjectsApi / CoreV1Api for the calls we make."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+
+    def _call(self, verb: str, resource: str, ns: str | None, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except ApiException as err:
+            if err.status == 403:
+                raise forbidden(err, verb, resource, ns) from None
+            raise
+
+    def list(self, plural: str) -> tuple[list[dict[str, Any]], str]:
+        """All objects of a Kueue kind (every namespace) and the list's resourceVersion."""
+        res = f"{plural}.{GROUP}"
+        data = self._call(
+            "list",
+            res,
+            None,
+            lambda: self.custom.list_cluster_custom_object(GROUP, VERSION, plural),
+        )
+        return list(data.get("items") or []), str(data["metadata"]["resourceVersion"])
+
+    def watch(self, plural: str, resource_version: str) -> Iterator[dict[str, Any]]:
+        """Raw watch events from ``resource_version``; ApiException(410) when it expired."""
+        stream = watch.Watch().stream(
+            self.custom.list_cluster_custom_object,
+            GROUP,
+            VERSION,
+            plural,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=WATCH_SECONDS,
+        )
+        try:
+            yield from stream
+        except ApiException as err:
+            if err.status == 403:
+                raise forbidden(err, "watch", f"{plural}.{GROUP}", None) from None
+            raise
+
+    def get_workload(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self._call(
+                "get",
+                f"workloads.{GROUP}",
+                namespace,
+                lambda: self.custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "workloads", name
+                ),
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def patch_workload(
+        self, namespace: str, name: str, body: Mapping[str, Any], field_manager: str
+    ) -> dict[str, Any]:
+        """Merge patch of the main resource (the dispatch state annotation)."""
+        return self._call(
+            "patch",
+            f"workloads.{GROUP}",
+            namespace,
+            lambda: self.custom.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                "workloads",
+                name,
+                body,
+                field_manager=field_manager,
+                _content_type=MERGE,
+            ),
+        )
+
+    def patch_workload_status(
+        self,
+        namespace: str,
+        name: str,
+        content_type: str,
+        body: Mapping[str, Any],
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        return self._call(
+            "patch",
+            f"workloads.{GROUP}/status",
+            namespace,
+            lambda: self.custom.patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                namespace,
+                "workloads",
+                name,
+                body,
+                _content_type=content_type,
+                **params,
+            ),
+        )
+
+    def event(self, workload: Mapping[str, Any], reason: str, message: str, component: str) -> None:
+        """A core/v1 Event on the Workload (what ``kubectl describe workload`` shows)."""
+        meta = workload["metadata"]
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        body = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Workload",
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message[:1000],
+            "type": "Normal",
+            "source": {"component": component},
+            "reportingComponent": component,
+            "reportingInstance": component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self._call(
+            "create",
+            "events",
+            meta["namespace"],
+            lambda: self.core.create_namespaced_event(meta["namespace"], body),
+        )
+
+
+Handler = Callable[[str, dict[str, Any]], None]  # (event type, object)
+
+
+class Informer:
+    """List, then watch from the list's resourceVersion; relist on 410; reconnect with
+    jittered exponential backoff. Keeps a cache keyed by namespace/name and calls
+    ``handler`` for every change (``SYNC`` for each object after a (re)list)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        plural: str,
+        handler: Handler,
+        on_fatal: Callable[[Exception], None],
+        stop: threading.Event,
+    ) -> None:
+        self.kube, self.plural, self.handler = kube, plural, handler
+        self.on_fatal, self.stop = on_fatal, stop
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+        self.synced = threading.Event()
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        with self.lock:
+            return dict(self.cache)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self.lock:
+            return self.cache.get(key)
+
+    def run(self) -> None:
+        backoff = 0.5
+        rv: str | None = None
+        while not self.stop.is_set():
+            try:
+                if rv is None:
+                    rv = self._relist()
+                rv = self._watch(rv)
+                backoff = 0.5
+            except Forbidden as err:
+                self.on_fatal(err)
+                return
+            except ApiException as err:
+                if err.status == 410:
+                    log.info("watch expired, relisting", extra={"kind": self.plural})
+                    rv = None
+                    continue
+                backoff = self._pause(backoff, err)
+            except Exception as err:  # connection refused, reset, timeouts
+                backoff = self._pause(backoff, err)
+
+    def _pause(self, backoff: float, err: Exception) -> float:
+        log.warning(
+            "watch failed, reconnecting",
+            extra={"kind": self.plural, "error": str(err)[:200], "retry_in": round(backoff, 2)},
+        )
+        self.stop.wait(backoff * (0.8 + 0.4 * random.random()))
+        return min(backoff * 2, 30.0)
+
+    def _relist(self) -> str:
+        items, rv = self.kube.list(self.plural)
+        fresh = {_key(obj): obj for obj in items}
+        with self.lock:
+            gone = [self.cache[k] for k in self.cache.keys() - fresh.keys()]
+            self.cache = fresh
+        for obj in gone:
+            self.handler("DELETED", obj)
+        for obj in items:
+            self.handler("SYNC", obj)
+        self.synced.set()
+        return rv
+
+    def _watch(self, rv: str) -> str:
+        for event in self.kube.watch(self.plural, rv):
+            if self.stop.is_set():
+                break
+            kind, obj = event["type"], event["raw_object"]
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+            if kind == "BOOKMARK":
+                continue
+            with self.lock:
+                if kind == "DELETED":
+                    self.cache.pop(_key(obj), None)
+                else:
+                    self.cache[_key(obj)] = obj
+            self.handler(kind, obj)
+        return rv
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta['name']}" if ns else str(meta["name"])

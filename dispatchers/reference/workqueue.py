@@ -1,0 +1,142 @@
+"""A rate-limited work queue keyed by workload, in the manner of client-go's workqueue.
+
+Why: watch events arrive in bursts (every status write of Kueue is one), a workload must be
+reconciled by one worker at a time, and a round timeout is a delayed requeue, not a poll.
+Guarantees: a key is queued at most once; a key added while being processed is handed out
+again after ``done``; ``add_after`` keeps the earliest due time; failures back off
+exponentially per key; an overall token bucket bounds the reconcile rate. The clock is
+injected so all of it is unit-tested without sleeping.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+
+class WorkQueue:
+    """Thread-safe; ``get`` blocks until a key is due (or the timeout, or shutdown)."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        base_delay: float = 0.2,
+        max_delay: float = 60.0,
+        qps: float = 50.0,
+        burst: int = 200,
+    ) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._ready: deque[str] = deque()
+        self._queued: set[str] = set()
+        self._processing: set[str] = set()
+        self._dirty: set[str] = set()  # added while processing: hand out again after done
+        self._due: dict[str, float] = {}  # delayed keys
+        self._heap: list[tuple[float, str]] = []
+        self._failures: dict[str, int] = {}
+        self._base, self._max = base_delay, max_delay
+        self._qps, self._burst = qps, float(burst)
+        self._tokens, self._filled = float(burst), clock()
+        self._shutdown = False
+
+    def add(self, key: str) -> None:
+        """Queue now (a pending delayed entry is dropped: the reconcile reschedules)."""
+        with self._cond:
+            self._due.pop(key, None)
+            self._enqueue(key)
+
+    def add_after(self, key: str, delay: float) -> None:
+        """Queue at ``now + delay``; an earlier due time already set wins."""
+        if delay <= 0:
+            self.add(key)
+            return
+        with self._cond:
+            if key in self._queued:
+                return
+            due = self._clock() + delay
+            if due < self._due.get(key, float("inf")):
+                self._due[key] = due
+                heapq.heappush(self._heap, (due, key))
+                self._cond.notify()
+
+    def rate_limited(self, key: str) -> float:
+        """Requeue after a failure with per-key exponential backoff; returns the delay."""
+        with self._cond:
+            count = self._failures.get(key, 0) + 1
+            self._failures[key] = count
+        delay = min(self._base * 2 ** (count - 1), self._max)
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: str) -> None:
+        """Reset the key's backoff after a success."""
+        with self._cond:
+            self._failures.pop(key, None)
+
+    def get(self, timeout: float | None = None) -> str | None:
+        """The next due key, marked as processing; None on timeout or shutdown."""
+        deadline = None if timeout is None else self._clock() + timeout
+        with self._cond:
+            while not self._shutdown:
+                self._promote()
+                wait = self._take_token()
+                if self._ready and wait == 0:
+                    key = self._ready.popleft()
+                    self._queued.discard(key)
+                    self._processing.add(key)
+                    self._tokens -= 1
+                    return key
+                now = self._clock()
+                if deadline is not None and now >= deadline:
+                    return None
+                pause = [deadline - now] if deadline is not None else []
+                if self._heap:
+                    pause.append(self._heap[0][0] - now)
+                if self._ready:
+                    pause.append(wait)
+                self._cond.wait(max(min(pause), 0.001) if pause else None)
+        return None
+
+    def done(self, key: str) -> None:
+        """Processing of ``key`` finished; hand it out again if it was added meanwhile."""
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._dirty.discard(key)
+                self._enqueue(key)
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._ready) + len(self._due)
+
+    def _enqueue(self, key: str) -> None:
+        if key in self._processing:
+            self._dirty.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._ready.append(key)
+            self._cond.notify()
+
+    def _promote(self) -> None:
+        now = self._clock()
+        while self._heap and self._heap[0][0] <= now:
+            due, key = heapq.heappop(self._heap)
+            if self._due.get(key) == due:
+                del self._due[key]
+                self._enqueue(key)
+
+    def _take_token(self) -> float:
+        """Refill the bucket; seconds until a token is available (0: now)."""
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._filled) * self._qps)
+        self._filled = now
+        return 0.0 if self._tokens >= 1 else (1 - self._tokens) / self._qps

@@ -1,0 +1,551 @@
+"""The kind provider: a manager and N worker kind clusters with Kueue's release manifests.
+
+Planning is pure (the commands and manifests for each step), execution is a thin
+loop over a command runner, so every command is unit-tested without Docker.
+Worker kubeconfig files hold two contexts: `internal` (current; what the manager's
+Kueue uses, https://<name>-control-plane:6443 on the kind docker network) and
+`external` (127.0.0.1, what the harness and kubectl use via Cluster.context).
+Modes: `ci` creates fresh clusters and deletes them at down(); `dev` reuses
+clusters of the same names and keeps them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness import inventory, kueue_install, multikueue, toolchain
+from harness.environment import Cluster, Environment
+from harness.errors import UserError
+from harness.local import fake_node
+from harness.versions import Versions
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "kind-configs"
+KUEUE_URL = "https://github.com/kubernetes-sigs/kueue/releases/download/v{version}/manifests.yaml"
+KWOK_URL = "https://github.com/kubernetes-sigs/kwok/releases/download/v{version}/kwok.yaml"
+NS = kueue_install.NAMESPACE
+KUEUE_DEPLOYMENT = "kueue-controller-manager"
+KWOK_DEPLOYMENT = "kwok-controller"
+KUEUE_CONFIG_MAP = "kueue-manager-config"
+KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
+CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
+HASH_ANNOTATION = "mkdc.x-k8s.io/config-hash"
+INTERNAL, EXTERNAL = "internal", "external"
+MODES = ("ci", "dev")
+FIX = {
+    "kind": "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)",
+    "docker": "install Docker (https://docs.docker.com/engine/install/)",
+    "kubectl": "install kubectl (https://kubernetes.io/docs/tasks/tools/)",
+}
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Cmd:
+    """One command; `attempts` > 1 retries it (with a pause) until it succeeds."""
+
+    argv: tuple[str, ...]
+    stdin: str | None = None
+    attempts: int = 1
+
+
+@dataclass(frozen=True)
+class Result:
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+Runner = Callable[[Cmd], Result]
+
+
+def subprocess_runner(cmd: Cmd) -> Result:
+    try:
+        p = subprocess.run(
+            list(cmd.argv), input=cmd.stdin, capture_output=True, text=True, check=False
+        )
+    except OSError as exc:
+        return Result(127, "", str(exc))
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+@dataclass(frozen=True)
+class KindCluster:
+    """One harness cluster (`manager`, `worker1`, ...) and its kind cluster."""
+
+    name: str
+    kind_name: str
+    role: str
+    run_dir: Path
+
+    @property
+    def is_worker(self) -> bool:
+        return self.role == "worker"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.run_dir / f"{self.name}.kubeconfig"
+
+    @property
+    def node(self) -> str:
+        return f"{self.kind_name}-control-plane"
+
+
+# --------------------------------------------------------------- pure planning
+
+
+def node_image(v: Versions) -> str:
+    return f"kindest/node:v{v.kubernetes}"
+
+
+def render_kind_config(role: str, v: Versions, config_dir: Path = CONFIG_DIR) -> dict[str, Any]:
+    """kind-configs/<role>.yaml with every node pinned to the selected Kubernetes image."""
+    path = config_dir / f"{role}.yaml"
+    if not path.is_file():
+        raise UserError(f"kind config {path} is missing: run mkdc from a checkout of the repo")
+    cfg = yaml.safe_load(path.read_text())
+    for node in cfg.setdefault("nodes", [{"role": "control-plane"}]):
+        node["image"] = node_image(v)
+    return cfg
+
+
+def release_defaults(man: toolchain.Manifests) -> dict[str, Any]:
+    """The controller_manager_config.yaml Kueue's release ships (from the module cache)."""
+    path = man.kueue_dir / "config/components/manager/controller_manager_config.yaml"
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def kueue_configuration(
+    defaults: dict[str, Any],
+    *,
+    kueue_version: str,
+    manager: bool,
+    dispatcher_name: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The release's configuration, reduced to batch/job, plus MultiKueue and the profile's extra.
+
+    Kueue runs in a pod here, so the release's leader election, internal certificates,
+    webhook and metrics ports stay as shipped (unlike the local provider's processes).
+    """
+    cfg = kueue_install.deep_merge(
+        defaults,
+        {
+            "apiVersion": kueue_install.config_api_version(kueue_version),
+            "kind": "Configuration",
+            "namespace": NS,
+            "leaderElection": {"leaderElect": True},
+            "internalCertManagement": {"enable": True},
+            "integrations": {"frameworks": ["batch/job"]},
+        },
+    )
+    if manager:
+        multikueue_cfg: dict[str, Any] = {"gcInterval": "30s", "workerLostTimeout": "2m"}
+        if dispatcher_name:
+            multikueue_cfg["dispatcherName"] = dispatcher_name
+        cfg = kueue_install.deep_merge(cfg, {"multiKueue": multikueue_cfg})
+    return kueue_install.deep_merge(cfg, extra or {})
+
+
+def config_map(cfg: dict[str, Any], kueue_version: str) -> dict[str, Any]:
+    """The release's kueue-manager-config with our configuration (and Kueue's version)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": KUEUE_CONFIG_MAP,
+            "namespace": NS,
+            "labels": {"app.kubernetes.io/version": f"v{kueue_version}"},
+        },
+        "data": {KUEUE_CONFIG_KEY: yaml.safe_dump(cfg, sort_keys=False)},
+    }
+
+
+def config_hash(cfg: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def pin_patch(cfg_hash: str | None = None) -> dict[str, Any]:
+    """Run a deployment on the real node (tolerating its taint), never on a KWOK node.
+
+    A changed config hash in the pod template restarts Kueue; an unchanged one
+    (dev mode, same profile) leaves the running pod alone.
+    """
+    template: dict[str, Any] = {
+        "spec": {
+            "nodeSelector": {CONTROL_PLANE: ""},
+            "tolerations": [{"key": CONTROL_PLANE, "operator": "Exists", "effect": "NoSchedule"}],
+        }
+    }
+    if cfg_hash:
+        template["metadata"] = {"annotations": {HASH_ANNOTATION: cfg_hash}}
+    return {"spec": {"template": template}}
+
+
+def _single(kc: dict[str, Any], name: str) -> dict[str, list[dict[str, Any]]]:
+    """The current context of a kind kubeconfig, renamed to `name`."""
+    ctx = next(c for c in kc["contexts"] if c["name"] == kc["current-context"])["context"]
+    cluster = next(c for c in kc["clusters"] if c["name"] == ctx["cluster"])["cluster"]
+    user = next(u for u in kc["users"] if u["name"] == ctx["user"])["user"]
+    return {
+        "clusters": [{"name": name, "cluster": cluster}],
+        "users": [{"name": name, "user": user}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+    }
+
+
+def merged_kubeconfig(current: str, parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One kubeconfig holding each named part as a context; `current` is the current one."""
+    out: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [],
+        "users": [],
+        "contexts": [],
+        "current-context": current,
+        "preferences": {},
+    }
+    for name, kc in parts.items():
+        for section, entries in _single(kc, name).items():
+            out[section] += entries
+    return out
+
+
+def kubectl(c: KindCluster, *args: str) -> tuple[str, ...]:
+    return ("kubectl", "--kubeconfig", str(c.kubeconfig), "--context", EXTERNAL, *args)
+
+
+def create_cmd(c: KindCluster, config_path: Path) -> Cmd:
+    """`kind create cluster`, writing its kubeconfig to the run dir, not ~/.kube/config."""
+    kind_kubeconfig = c.run_dir / f"{c.name}.kind-kubeconfig"
+    args = ["--name", c.kind_name, "--config", str(config_path)]
+    args += ["--kubeconfig", str(kind_kubeconfig), "--wait", "120s"]
+    return Cmd(("kind", "create", "cluster", *args))
+
+
+def delete_cmd(kind_name: str) -> Cmd:
+    return Cmd(("kind", "delete", "cluster", "--name", kind_name))
+
+
+def kubeconfig_cmd(kind_name: str, internal: bool = False) -> Cmd:
+    flags = ("--internal",) if internal else ()
+    return Cmd(("kind", "get", "kubeconfig", *flags, "--name", kind_name))
+
+
+def _yaml_stream(docs: Sequence[dict[str, Any]]) -> str:
+    return yaml.safe_dump_all(list(docs), sort_keys=False)
+
+
+def kwok_stages(man: toolchain.Manifests) -> str:
+    """The local provider's stages plus node heartbeats (kind runs a node lifecycle controller)."""
+    node_dir = man.kwok_stages[0].parent.parent  # .../kustomize/stage/node
+    files = [*man.kwok_stages, node_dir / "heartbeat-with-lease/node-heartbeat-with-lease.yaml"]
+    return "\n---\n".join(p.read_text().strip() for p in files) + "\n"
+
+
+def probe_cluster_queue() -> dict[str, Any]:
+    return {
+        "apiVersion": multikueue.API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": "mkdc-probe"},
+    }
+
+
+def install_plan(
+    c: KindCluster,
+    v: Versions,
+    man: toolchain.Manifests,
+    kueue_cfg: dict[str, Any],
+    nodes: Sequence[dict[str, Any]] = (),
+    extra_manifests: Sequence[Path] = (),
+) -> list[Cmd]:
+    """Every command that installs Kueue (and KWOK on workers) on one cluster, in order.
+
+    `extra_manifests` (e.g. Kueue's clear-nominated-cluster-names admission policy on
+    the manager) are applied once the CRDs they may refer to are established.
+    """
+
+    def k(*args: str, stdin: str | None = None, attempts: int = 1) -> Cmd:
+        return Cmd(kubectl(c, *args), stdin, attempts)
+
+    apply = ("apply", "--server-side", "--force-conflicts")
+    rollout = ("rollout", "status", "--timeout=300s")
+    worker = c.is_worker
+    kwok = [k(*apply, "-f", KWOK_URL.format(version=v.kwok))] if worker else []
+    cmds = [
+        k(*apply, "-f", KUEUE_URL.format(version=v.kueue)),
+        k(*apply, "-f", str(man.provisioning_request_crd)),
+        *kwok,
+        k("wait", "--for=condition=Established", "crd", "--all", "--timeout=120s"),
+    ]
+    if worker:
+        cmds.append(k(*apply, "-f", "-", stdin=kwok_stages(man)))
+    cm = _yaml_stream([config_map(kueue_cfg, v.kueue)])
+    cmds.append(k(*apply, "--field-manager=mkdc", "-f", "-", stdin=cm))
+    cmds += [k(*apply, "-f", str(path)) for path in extra_manifests]
+    if worker:  # Job pods must land on KWOK nodes, never pull images on the real one
+        cmds.append(k("taint", "node", c.node, f"{CONTROL_PLANE}=:NoSchedule", "--overwrite"))
+    patch = json.dumps(pin_patch(config_hash(kueue_cfg)), sort_keys=True)
+    cmds.append(k("-n", NS, "patch", "deployment", KUEUE_DEPLOYMENT, "-p", patch))
+    if worker:
+        patch = json.dumps(pin_patch(), sort_keys=True)
+        cmds.append(k("-n", "kube-system", "patch", "deployment", KWOK_DEPLOYMENT, "-p", patch))
+    cmds.append(k("-n", NS, *rollout, f"deployment/{KUEUE_DEPLOYMENT}"))
+    if worker:
+        cmds += [
+            k("-n", "kube-system", *rollout, f"deployment/{KWOK_DEPLOYMENT}"),
+            k(*apply, "-f", "-", stdin=_yaml_stream(nodes)),
+            k("wait", "--for=condition=Ready", "node", "-l", "type=kwok", "--timeout=120s"),
+        ]
+    # Kueue's webhooks answer only once its certificates are in place
+    probe = _yaml_stream([probe_cluster_queue()])
+    cmds.append(k("create", "--dry-run=server", "-o", "name", "-f", "-", stdin=probe, attempts=60))
+    return cmds
+
+
+# ------------------------------------------------------------------- executor
+
+
+class KindProvider:
+    """Creates (or, in dev mode, reuses) kind clusters and installs Kueue and KWOK."""
+
+    name = "kind"
+    capabilities: frozenset[str] = frozenset()
+
+    def __init__(
+        self,
+        versions: Versions,
+        workers: int = 4,
+        dispatcher_name: str | None = None,
+        kueue_extra: dict[str, Any] | None = None,
+        mode: str = "ci",
+        name_prefix: str = "mkdc",
+        *,
+        write_mode: str | None = None,
+        nodes_per_worker: int = 2,
+        node_capacity: dict[str, str] | None = None,
+        runner: Runner = subprocess_runner,
+        which: Callable[[str], str | None] = shutil.which,
+        manifests: Callable[[Versions], toolchain.Manifests] = toolchain.manifests,
+        wire: Callable[[Environment], None] = multikueue.wire,
+        sleep: Callable[[float], None] = time.sleep,
+        progress: Progress | None = None,
+        parallel: bool = True,
+    ) -> None:
+        if workers < 1:
+            raise UserError("--workers must be at least 1")
+        if mode not in MODES:
+            raise UserError(f"kind mode {mode!r} is not one of {', '.join(MODES)}")
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?", name_prefix):
+            raise UserError(f"kind name prefix {name_prefix!r} must be a short DNS label")
+        self.versions = versions
+        self.worker_count = workers
+        self.dispatcher_name = dispatcher_name
+        self.kueue_extra = kueue_extra or {}
+        self.write_mode = write_mode  # nominationWrites; None: the default for these versions
+        self.mode = mode
+        self.prefix = name_prefix
+        self.nodes_per_worker = nodes_per_worker
+        self.node_capacity = node_capacity or {"cpu": "64", "memory": "256Gi", "pods": "250"}
+        self.runner, self.which, self.manifests = runner, which, manifests
+        self.wire, self.sleep = wire, sleep
+        self.progress = progress or (lambda _msg: None)
+        self.parallel = parallel
+        self.run_dir: Path | None = None
+        self.created: list[str] = []  # kind clusters this provider created (ci deletes them)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def up(self) -> Environment:
+        self.preflight()
+        man = self.manifests(self.versions)
+        self._resolve_write_mode(man)
+        self.run_dir = Path(tempfile.mkdtemp(prefix="mkdc-kind-"))  # created 0700
+        try:
+            return self._up(man)
+        except BaseException:
+            try:
+                self.down()
+            except UserError as exc:  # keep the original error; say what is left
+                self.progress(str(exc))
+            raise
+
+    def down(self) -> None:
+        """ci: delete the clusters this provider created; dev: keep them. Drop the run dir."""
+        failed = []
+        if self.mode == "ci":
+            for kind_name in reversed(self.created):
+                if self.runner(delete_cmd(kind_name)).returncode != 0:
+                    failed.append(kind_name)
+            self.created = failed
+        if self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        if failed:
+            names = ", ".join(failed)
+            raise UserError(f"could not delete kind cluster(s) {names}: use `kind delete cluster`")
+
+    def stop_apiserver(self, cluster: str) -> None:
+        raise UserError("the kind provider cannot stop a cluster's apiserver")
+
+    def start_apiserver(self, cluster: str) -> None:
+        raise UserError("the kind provider cannot start a cluster's apiserver")
+
+    # ------------------------------------------------------------------- pieces
+
+    def preflight(self) -> None:
+        """kind, docker and kubectl on PATH and a Docker engine that answers."""
+        for tool, fix in FIX.items():
+            if not self.which(tool):
+                raise UserError(f"{tool} is not on PATH: {fix}, or use --provider local")
+        r = self.runner(Cmd(("docker", "info", "--format", "{{.ServerVersion}}")))
+        if r.returncode != 0:
+            raise UserError(
+                f"the Docker engine does not answer (`docker info`: {_last_line(r)}): start it"
+                " (e.g. `sudo systemctl start docker`) or fix DOCKER_HOST, or use --provider local"
+            )
+
+    def _resolve_write_mode(self, man: toolchain.Manifests) -> None:
+        """The same nominationWrites rules as the local provider, before any cluster exists."""
+        minor = self.versions.kubernetes_minor
+        self.write_mode = self.write_mode or kueue_install.default_write_mode(man, minor)
+        why_not = kueue_install.write_mode_supported(self.write_mode, man, minor)
+        if why_not:
+            raise UserError(
+                f"nominationWrites {self.write_mode}: {why_not} ({self.versions.describe()})"
+            )
+        self.kueue_extra = kueue_install.deep_merge(
+            self.kueue_extra, kueue_install.write_mode_config(self.write_mode)
+        )
+
+    def plan_clusters(self, run_dir: Path) -> list[KindCluster]:
+        names = ["manager", *(f"worker{i}" for i in range(1, self.worker_count + 1))]
+        return [
+            KindCluster(n, f"{self.prefix}-{n}", "manager" if n == "manager" else "worker", run_dir)
+            for n in names
+        ]
+
+    def _up(self, man: toolchain.Manifests) -> Environment:
+        assert self.run_dir is not None
+        clusters = self.plan_clusters(self.run_dir)
+        present = set(self._run(Cmd(("kind", "get", "clusters"))).split())
+        to_create = [c for c in clusters if c.kind_name not in present]
+        reused = [c.kind_name for c in clusters if c.kind_name in present]
+        if reused and self.mode == "ci":
+            raise UserError(
+                f"kind cluster(s) {', '.join(reused)} already exist: delete them"
+                f" (`kind delete cluster --name NAME`), run in dev mode to reuse them,"
+                " or choose another name prefix"
+            )
+        if reused:
+            self.progress(f"reusing kind clusters {', '.join(reused)}")
+        self._each(to_create, self._create)
+        for c in clusters:
+            self._write_kubeconfig(c)
+        self.progress("installing Kueue (and KWOK on workers)")
+        defaults = release_defaults(man)
+        self._each(clusters, lambda c: self._install(c, man, defaults))
+        env = self.environment(clusters)
+        self.progress("wiring MultiKueue")
+        self.wire(env)
+        env.save()
+        return env
+
+    def environment(self, clusters: list[KindCluster]) -> Environment:
+        assert self.run_dir is not None
+        as_cluster = [Cluster(c.name, c.kubeconfig, c.role, context=EXTERNAL) for c in clusters]
+        workers = as_cluster[1:]
+        return Environment(
+            provider=self.name,
+            run_dir=self.run_dir,
+            manager=as_cluster[0],
+            workers=workers,
+            kubernetes_version=f"v{self.versions.kubernetes}",
+            kueue_version=f"v{self.versions.kueue}",
+            dispatcher_name=self.dispatcher_name,
+            nomination_write_mode=self.write_mode,
+            info={
+                "runId": inventory.new_run_id(),
+                "kindMode": self.mode,
+                "kindClusters": {c.name: c.kind_name for c in clusters},
+                "workerSecrets": {w.name: multikueue.worker_secret_name(w.name) for w in workers},
+            },
+        )
+
+    def _create(self, c: KindCluster) -> None:
+        config = c.run_dir / f"{c.name}.kind.yaml"
+        config.write_text(yaml.safe_dump(render_kind_config(c.role, self.versions)))
+        self.created.append(c.kind_name)  # before: an interrupted create leaves containers
+        self.progress(f"creating kind cluster {c.kind_name}")
+        self._run(create_cmd(c, config))
+
+    def _write_kubeconfig(self, c: KindCluster) -> None:
+        parts = {EXTERNAL: yaml.safe_load(self._run(kubeconfig_cmd(c.kind_name)))}
+        if c.is_worker:
+            parts[INTERNAL] = yaml.safe_load(self._run(kubeconfig_cmd(c.kind_name, True)))
+        kc = merged_kubeconfig(INTERNAL if c.is_worker else EXTERNAL, parts)
+        c.kubeconfig.write_text(yaml.safe_dump(kc))
+        c.kubeconfig.chmod(0o600)
+
+    def _install(self, c: KindCluster, man: toolchain.Manifests, defaults: dict[str, Any]) -> None:
+        cfg = kueue_configuration(
+            defaults,
+            kueue_version=self.versions.kueue,
+            manager=not c.is_worker,
+            dispatcher_name=self.dispatcher_name,
+            extra=None if c.is_worker else self.kueue_extra,
+        )
+        nodes = [
+            fake_node(f"{c.name}-kwok-node{i}", self.node_capacity)
+            for i in range(1, self.nodes_per_worker + 1)
+        ]
+        policy = self.write_mode == kueue_install.ADMISSION_POLICY and not c.is_worker
+        extra = [kueue_install.admission_policy_path(man)] if policy else []
+        for cmd in install_plan(c, self.versions, man, cfg, nodes if c.is_worker else (), extra):
+            self._run(cmd)
+
+    def _each(self, clusters: list[KindCluster], fn: Callable[[KindCluster], None]) -> None:
+        if not self.parallel or len(clusters) < 2:
+            for c in clusters:
+                fn(c)
+            return
+        with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+            for future in [pool.submit(fn, c) for c in clusters]:
+                future.result()
+
+    def _run(self, cmd: Cmd) -> str:
+        """Run cmd (retrying up to cmd.attempts); its stdout, or UserError with stderr's tail."""
+        for attempt in range(1, cmd.attempts + 1):
+            r = self.runner(cmd)
+            if r.returncode == 0:
+                return r.stdout
+            if attempt < cmd.attempts:
+                self.sleep(2)
+        raise UserError(f"`{_show(cmd.argv)}` failed: {_last_line(r)}")
+
+
+def _show(argv: Sequence[str]) -> str:
+    """The command for an error line: no kubeconfig/context noise, long arguments cut."""
+    out, skip = [], False
+    for arg in argv:
+        if skip or arg in ("--kubeconfig", "--context"):
+            skip = not skip
+            continue
+        out.append(arg if len(arg) < 60 else arg[:57] + "...")
+    return " ".join(out[:9])
+
+
+def _last_line(r: Result) -> str:
+    lines = (r.stderr or r.stdout).strip().splitlines()
+    return lines[-1].strip() if lines else f"exit status {r.returncode}"

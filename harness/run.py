@@ -1,0 +1,263 @@
+"""`mkdc run`: one conformance session for one dispatcher profile.
+
+The session owns the environment and the dispatcher processes; the checks run in
+pytest (optionally several xdist workers) against that one environment, each
+scenario in its own namespace and queues. Test processes reach back over the
+control channel to kill or restart the dispatcher. Results come back as JSON
+files, which this module folds into the report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import control, identity, inventory, kube, scenario, versions
+from harness.dispatcher import DispatcherRunner
+from harness.environment import Environment
+from harness.errors import UserError
+from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
+from harness.procs import Supervisor
+from harness.profile import Profile, load_profile
+from harness.report import CheckResult, Report
+from harness.timeline import Timeline
+
+SESSION_FILE = "session.json"
+SUITE_DIR = Path(__file__).resolve().parent.parent / "suites" / "conformance"
+RESULT_ORDER = {"failed": 0, "passed": 1, "skipped": 2, "not-supported": 3}
+
+
+@dataclass
+class Options:
+    profile: str
+    provider: str = "local"
+    workers: int = 4
+    report_dir: Path = Path("reports")
+    checks: tuple[str, ...] = ()
+    skip_checks: tuple[str, ...] = ()
+    parallel: int = 2
+    full: bool = False  # include slow scenarios (e.g. 5-minute rounds)
+    kueue_version: str | None = None
+    kubernetes_version: str | None = None
+    slacks: dict[str, str] | None = None
+    clusters: tuple[str, ...] = ()  # existing provider: NAME=KUBECONFIG[:CONTEXT]
+
+
+def log(msg: str) -> None:
+    print(f"mkdc: {msg}", file=sys.stderr, flush=True)
+
+
+def make_provider(
+    opts: Options, profile: Profile, v: versions.Versions, write_mode: str | None
+) -> Any:
+    if opts.provider == "local":
+        from harness.local import LocalProvider
+
+        return LocalProvider(
+            v,
+            workers=opts.workers,
+            dispatcher_name=profile.dispatcher_name,
+            kueue_extra=profile.kueue,
+            write_mode=write_mode,
+            progress=log,
+        )
+    if opts.provider == "existing":
+        from harness.existing import ExistingProvider, parse_cluster_args
+
+        return ExistingProvider(
+            parse_cluster_args(opts.clusters), dispatcher_name=profile.dispatcher_name
+        )
+    if opts.provider == "kind":
+        from harness.kind import KindProvider
+
+        return KindProvider(
+            v,
+            workers=opts.workers,
+            dispatcher_name=profile.dispatcher_name,
+            kueue_extra=profile.kueue,
+        )
+    raise UserError(f"unknown provider {opts.provider!r} (local, kind, existing)")
+
+
+def run(opts: Options) -> int:
+    """The whole session; returns the exit status (0 passed, 1 failed)."""
+    profile = load_profile(opts.profile)
+    v = versions.select(opts.kueue_version, opts.kubernetes_version)
+    unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in _catalogue()]
+    if unknown:
+        raise UserError(f"unknown check id(s) {', '.join(unknown)} (see `mkdc checks`)")
+    report_dir = opts.report_dir.resolve()
+    if report_dir.exists():
+        shutil.rmtree(report_dir)
+    (report_dir / "results").mkdir(parents=True)
+    # Kueue's built-in dispatchers write as Kueue itself (kueue-admission); no policy needed.
+    write_mode = KUEUE_ADMISSION if profile.is_builtin else profile.nomination_writes
+    provider = make_provider(opts, profile, v, write_mode)
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        env = provider.up()
+        stack.callback(provider.down)
+        run_id = inventory.new_run_id()
+        stack.callback(lambda: _purge(env, run_id))
+        shape = scenario.Shape.of(profile)
+        for cluster in env.clusters:
+            kube.apply_all(
+                cluster.dyn, [inventory.label(d, run_id) for d in scenario.shared_documents(shape)]
+            )
+        users: frozenset[str] = frozenset()
+        runner = None
+        if profile.run is not None:
+            runner, users = _start_dispatcher(profile, env, run_id, stack)
+        handlers = _control_handlers(provider, runner)
+        server = control.Server(env.run_dir, handlers)
+        stack.callback(server.close)
+        session = {
+            "environment": str(env.run_dir),
+            "profile": str(profile.path),
+            "runId": run_id,
+            "reportDir": str(report_dir),
+            "dispatcherUsers": sorted(users),
+            "capabilities": sorted(getattr(provider, "capabilities", ())),
+            "control": {"address": server.address, "key": server.key.hex()},
+            "slacks": opts.slacks or {},
+            "checks": list(opts.checks),
+            "skipChecks": list(opts.skip_checks),
+            "full": opts.full,
+            "workerSecrets": env.info.get("workerSecrets", {}),
+        }
+        session_file = env.run_dir / SESSION_FILE
+        session_file.write_text(json.dumps(session))
+        session_file.chmod(0o600)
+        log(f"running the suite for profile {profile.name} ({opts.parallel} parallel)")
+        code = _pytest(session_file, opts.parallel)
+        if code not in (0, 1):
+            raise UserError(f"the suite itself failed (pytest exit {code}); see the output above")
+        report = build_report(profile, env, report_dir, opts, time.monotonic() - started)
+        if report.summary()["failed"]:
+            _collect_logs(env, report_dir)
+    report.write_all(report_dir)
+    summary = report.summary()
+    log(
+        f"{summary['result']}: {summary['passed']} passed, {summary['failed']} failed, "
+        f"{summary['skipped']} skipped, {summary['notSupported']} not supported"
+    )
+    log(f"report: {report_dir}/report.html")
+    return 1 if summary["failed"] else 0
+
+
+def _catalogue() -> dict[str, Any]:
+    from suites.checks import CATALOGUE
+
+    return CATALOGUE
+
+
+def _start_dispatcher(
+    profile: Profile, env: Environment, run_id: str, stack: contextlib.ExitStack
+) -> tuple[DispatcherRunner, frozenset[str]]:
+    assert profile.run is not None
+    replicas = profile.run.replicas
+    kubeconfigs = identity.create(
+        env.manager, NAMESPACE, replicas, env.run_dir, {inventory.RUN_LABEL: run_id}
+    )
+    supervisor = Supervisor(env.run_dir)
+    stack.callback(supervisor.stop_all)
+    runner = DispatcherRunner(profile, supervisor, kubeconfigs)
+    log(f"starting the dispatcher ({replicas} replica(s)): {' '.join(profile.run.command)}")
+    runner.start_all()
+    return runner, frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
+
+
+def _control_handlers(provider: Any, runner: DispatcherRunner | None) -> dict[str, control.Handler]:
+    def need_runner() -> DispatcherRunner:
+        if runner is None:
+            raise RuntimeError("this profile's dispatcher is built into Kueue")
+        return runner
+
+    return {
+        "kill-dispatcher": lambda replica=0: need_runner().kill(replica),
+        "start-dispatcher": lambda replica=0: need_runner().restart(replica),
+        "dispatcher-alive": lambda replica=0: need_runner().alive(replica),
+        "stop-apiserver": lambda cluster: provider.stop_apiserver(cluster),
+        "start-apiserver": lambda cluster: provider.start_apiserver(cluster),
+    }
+
+
+def _pytest(session_file: Path, parallel: int) -> int:
+    argv = [sys.executable, "-m", "pytest", str(SUITE_DIR), "-q", "-rfE", "-p", "no:cacheprovider"]
+    if parallel > 1:
+        argv += ["-n", str(parallel), "--dist", "loadgroup"]
+    env = {**os.environ, "MKDC_SESSION": str(session_file)}
+    return subprocess.run(argv, env=env, check=False).returncode
+
+
+def _purge(env: Environment, run_id: str) -> None:
+    with contextlib.suppress(Exception):
+        inventory.purge(env, run_id)
+
+
+def build_report(
+    profile: Profile, env: Environment, report_dir: Path, opts: Options, wall: float
+) -> Report:
+    """Fold the per-scenario result files into one result per check."""
+    from suites.checks import CATALOGUE
+    from suites.scorecard import merge_scorecards
+
+    records = [json.loads(p.read_text()) for p in sorted((report_dir / "results").glob("*.json"))]
+    by_check: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_check.setdefault(record["check"], []).append(record)
+    results = []
+    for check_id, check in CATALOGUE.items():
+        recs = sorted(by_check.get(check_id, []), key=lambda r: RESULT_ORDER[r["result"]])
+        if not recs:
+            continue
+        worst = recs[0]
+        message = worst.get("message", "") if worst["result"] != "passed" else ""
+        results.append(
+            CheckResult(
+                id=check_id,
+                name=check.name,
+                result=worst["result"],
+                message=message,
+                duration_seconds=round(sum(r.get("durationSeconds", 0.0) for r in recs), 1),
+                timeline=Timeline.from_list(worst["timeline"]) if worst.get("timeline") else None,
+                measured=worst.get("measured") or {},
+            )
+        )
+    cards = {r["scenario"]: r["scorecard"] for r in records if r.get("scorecard")}
+    first = next(iter(records), {})
+    environment = {
+        "provider": env.provider,
+        "kubernetesVersion": env.kubernetes_version,
+        "kueueVersion": env.kueue_version,
+        "workers": len(env.workers),
+        "nominationWriteMode": env.nomination_write_mode or "n/a (built-in dispatcher)",
+        "shape": first.get("shape", {}),
+        "wallSeconds": round(wall, 1),
+    }
+    card = merge_scorecards(cards.values()) if cards else {}
+    card.pop("samples", None)
+    return Report.for_profile(
+        profile,
+        results,
+        environment=environment,
+        timeouts=first.get("timeouts", {}),
+        scorecard=card,
+    )
+
+
+def _collect_logs(env: Environment, report_dir: Path) -> None:
+    """Kueue's and the dispatcher's logs, copied before the environment goes away."""
+    target = report_dir / "artifacts" / "logs"
+    target.mkdir(parents=True, exist_ok=True)
+    for log_file in (env.run_dir / "logs").glob("*.log"):
+        if "kueue" in log_file.name or "dispatcher" in log_file.name:
+            shutil.copy(log_file, target / log_file.name)

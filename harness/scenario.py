@@ -1,0 +1,534 @@
+"""Scenario building blocks: one test's own queues, clusters, workloads and timeline.
+
+Every test gets its own namespace, manager ClusterQueue, AdmissionCheck,
+MultiKueueConfig and MultiKueueClusters (named `<scenario>-<worker>`, reusing each
+worker's kubeconfig Secret data), plus its own worker ClusterQueues. Tests are
+therefore isolated from each other and can run in parallel against one set of
+clusters; a test can make "its" copy of a worker inactive, annotate it or give it
+capacity without touching anybody else's.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from kubernetes.client.rest import ApiException
+
+from harness import inventory, kube, multikueue, workloads
+from harness.environment import Cluster, Environment
+from harness.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
+from harness.multikueue import API
+from harness.profile import Profile
+from harness.recorder import Recorder
+from harness.timeline import MANAGER, Event, Kind, Timeline
+
+Quota = Mapping[str, str]
+NO_CAPACITY: Quota = {}
+CLOSED_SERVER = "https://127.0.0.1:1"  # nothing listens: the cluster becomes inactive
+
+
+@dataclass
+class Shape:
+    """The environment shape a dispatcher expects (profile spec.environment)."""
+
+    resource: str = "cpu"
+    flavor: str = multikueue.DEFAULT_FLAVOR
+    worker_cluster_queue: str | None = None  # one fixed name: scenarios run serially
+    secret_pattern: str = "{cluster}-kubeconfig"
+    priority_classes: tuple[str, ...] = ("mkdc-low", "mkdc-high")
+
+    @classmethod
+    def of(cls, profile: Profile) -> Shape:
+        env = profile.environment
+        classes = tuple(env.priority_classes or ()) or cls.priority_classes
+        return cls(
+            resource=env.resource or "cpu",
+            flavor=env.flavor or multikueue.DEFAULT_FLAVOR,
+            worker_cluster_queue=env.worker_cluster_queue,
+            secret_pattern=env.worker_kubeconfig_secret or cls.secret_pattern,
+            priority_classes=classes if len(classes) >= 2 else cls.priority_classes,
+        )
+
+    def quota(self, units: int) -> dict[str, str]:
+        """Room for `units` standard workloads (1 unit of the resource, 1Gi each)."""
+        quota = {self.resource: str(units), "memory": f"{max(units, 0)}Gi"}
+        return quota if self.resource != "memory" else {"memory": f"{units}Gi"}
+
+    def request(self) -> dict[str, str]:
+        return (
+            {self.resource: "1", "memory": "1Gi"}
+            if self.resource != "memory"
+            else {"memory": "1Gi"}
+        )
+
+
+@dataclass
+class Context:
+    """What every scenario of a run shares: the environment, profile, recorder."""
+
+    env: Environment
+    profile: Profile
+    recorder: Recorder
+    run_id: str
+    slacks: dict[str, float] = field(default_factory=dict)
+    dispatcher_users: frozenset[str] = frozenset()
+    capabilities: frozenset[str] = frozenset()
+    control: Any = None  # harness.control.Client when the runner offers one
+    worker_secrets: dict[str, str] = field(default_factory=dict)  # worker -> base Secret
+
+
+class Scenario:
+    """One test's world. Methods read as the scenario's steps."""
+
+    def __init__(self, ctx: Context, name: str) -> None:
+        self.ctx = ctx
+        self.name = name
+        self.ns = name
+        self.shape = Shape.of(ctx.profile)
+        self.members: dict[str, str] = {}  # MultiKueueCluster name -> worker name
+        self.order: list[str] = []  # MultiKueueConfig order (cluster names)
+        self.tiers: dict[str, int] = {}
+        self.timeouts: dict[str, float] = {}
+        self.jobs: dict[str, str] = {}  # job name -> workload key
+        self.foreign: set[str] = set()
+        self.checks: list[str] = []  # the catalogue checks this scenario decides
+        self.recorded: set[str] = set()  # those whose result has been written
+        self.started = ctx.recorder.now()
+        self._saved_secrets: dict[str, dict[str, str]] = {}
+        self._created: list[tuple[Cluster, dict[str, Any]]] = []
+
+    # ------------------------------------------------------------------ naming
+
+    @property
+    def manager(self) -> Cluster:
+        return self.ctx.env.manager
+
+    def cluster(self, worker: str) -> str:
+        """This scenario's MultiKueueCluster name for a worker."""
+        return f"{self.name}-{worker}"
+
+    def worker_queue(self) -> str:
+        return self.shape.worker_cluster_queue or self.name
+
+    def _create(self, cluster: Cluster, doc: dict[str, Any]) -> None:
+        doc = inventory.label(copy.deepcopy(doc), self.ctx.run_id)
+        kube.apply(cluster.dyn, doc)
+        self._created.append((cluster, doc))
+
+    # ------------------------------------------------------------------- setup
+
+    def with_workers(
+        self,
+        workers: Sequence[str],
+        *,
+        capacity: Mapping[str, int] | None = None,
+        tiers: Mapping[str, int] | None = None,
+        timeouts: Mapping[str, str] | None = None,
+        provisioning: Iterable[str] = (),
+        preemption: bool = False,
+        wait_active: bool = True,
+    ) -> Scenario:
+        """Queues for this scenario, with `workers` in this order in its MultiKueueConfig.
+
+        capacity: worker -> how many standard workloads fit (default 0: none).
+        tiers/timeouts: the dispatcher's knobs set on this scenario's MultiKueueClusters.
+        provisioning: workers whose ClusterQueue has a ProvisioningRequest check.
+        """
+        capacity = capacity or {}
+        self._create(self.manager, multikueue.namespace(self.ns))
+        for worker in workers:
+            self._add_member(worker, (tiers or {}).get(worker), (timeouts or {}).get(worker))
+            self._worker_queues(
+                worker, capacity.get(worker, 0), worker in set(provisioning), preemption
+            )
+        self._create(self.manager, multikueue.multikueue_config(self.name, self.order))
+        self._create(self.manager, multikueue.multikueue_admission_check(self.name, self.name))
+        self._create(
+            self.manager,
+            multikueue.cluster_queue(
+                self.name,
+                multikueue.DEFAULT_QUOTA | {self.shape.resource: "1000"},
+                flavor=self.shape.flavor,
+                admission_checks=[self.name],
+            ),
+        )
+        self._create(self.manager, multikueue.local_queue(self.name, self.ns, self.name))
+        if wait_active:
+            multikueue.wait_active(self.manager, self.order, [self.name], timeout=60)
+            multikueue.wait_queue_active(self.manager, self.name, self.ns, timeout=60)
+        return self
+
+    def _add_member(self, worker: str, tier: int | None, timeout: str | None) -> None:
+        name = self.cluster(worker)
+        secret = self.shape.secret_pattern.format(cluster=name)
+        base = self.ctx.worker_secrets.get(worker) or multikueue.worker_secret_name(worker)
+        data = (
+            self.manager.resource("v1", "Secret")
+            .get(name=base, namespace=NAMESPACE)
+            .to_dict()["data"]
+        )
+        self._create(self.manager, _secret(secret, data))
+        knobs = self.ctx.profile.knobs
+        labels = (
+            {knobs.cluster_tier_label: str(tier)}
+            if tier is not None and knobs.cluster_tier_label
+            else {}
+        )
+        annotations = (
+            {knobs.cluster_timeout_annotation: timeout}
+            if timeout is not None and knobs.cluster_timeout_annotation
+            else {}
+        )
+        self._create(self.manager, multikueue.multikueue_cluster(name, secret, labels, annotations))
+        self.members[name] = worker
+        self.order.append(name)
+        if tier is not None:
+            self.tiers[name] = tier
+        if timeout is not None:
+            from harness.durations import parse_duration
+
+            self.timeouts[name] = parse_duration(timeout) or 0.0
+
+    def _worker_queues(self, worker: str, units: int, provisioning: bool, preemption: bool) -> None:
+        w = self.ctx.env.worker(worker)
+        self._create(w, multikueue.namespace(self.ns))
+        checks = []
+        if provisioning:
+            checks = [f"{self.name}-prov"]
+            self._create(w, provisioning_request_config(f"{self.name}-prov"))
+            self._create(w, provisioning_admission_check(f"{self.name}-prov"))
+        policy = {"withinClusterQueue": "LowerPriority"} if preemption else None
+        self._create(
+            w,
+            multikueue.cluster_queue(
+                self.worker_queue(),
+                self.shape.quota(units),
+                flavor=self.shape.flavor,
+                admission_checks=checks,
+                preemption=policy,
+            ),
+        )
+        self._create(w, multikueue.local_queue(self.name, self.ns, self.worker_queue()))
+
+    # --------------------------------------------------------- changing things
+
+    def set_capacity(self, worker: str, units: int) -> None:
+        """Give a worker room for `units` standard workloads (0 removes it)."""
+        w = self.ctx.env.worker(worker)
+        cq = w.resource(API, "ClusterQueue").get(name=self.worker_queue()).to_dict()
+        flavors = cq["spec"]["resourceGroups"][0]["flavors"]
+        flavors[0]["resources"] = [
+            {"name": r, "nominalQuota": q} for r, q in self.shape.quota(units).items()
+        ]
+        w.resource(API, "ClusterQueue").patch(
+            name=self.worker_queue(),
+            body={"spec": {"resourceGroups": cq["spec"]["resourceGroups"]}},
+            content_type="application/merge-patch+json",
+        )
+        self.ctx.recorder.mark("capacity", cluster=self.cluster(worker), units=units)
+
+    def add_to_config(self, worker: str, *, capacity: int = 0) -> None:
+        """Add a worker to this scenario's MultiKueueConfig while workloads are pending."""
+        if self.cluster(worker) not in self.members:
+            self._add_member(worker, None, None)
+            self._worker_queues(worker, capacity, False, False)
+            self.order.remove(self.cluster(worker))
+            multikueue.wait_active(self.manager, [self.cluster(worker)], [], timeout=60)
+        self.order.append(self.cluster(worker))
+        self.manager.resource(API, "MultiKueueConfig").patch(
+            name=self.name,
+            body={"spec": {"clusters": self.order}},
+            content_type="application/merge-patch+json",
+        )
+
+    def make_inactive(self, worker: str) -> None:
+        """Point this scenario's MultiKueueCluster at a closed port: Kueue loses it."""
+        name = self.cluster(worker)
+        secret = self.shape.secret_pattern.format(cluster=name)
+        resource = self.manager.resource("v1", "Secret")
+        data = resource.get(name=secret, namespace=NAMESPACE).to_dict()["data"]
+        self._saved_secrets[secret] = data
+        config = yaml.safe_load(base64.b64decode(data["kubeconfig"]))
+        for c in config["clusters"]:
+            c["cluster"]["server"] = CLOSED_SERVER
+        resource.patch(
+            name=secret,
+            namespace=NAMESPACE,
+            body={
+                "data": {"kubeconfig": base64.b64encode(yaml.safe_dump(config).encode()).decode()}
+            },
+            content_type="application/merge-patch+json",
+        )
+        self.wait_until(f"{name} to be inactive", lambda tl: not self._active(name), timeout=60)
+
+    def make_active(self, worker: str) -> None:
+        name = self.cluster(worker)
+        secret = self.shape.secret_pattern.format(cluster=name)
+        self.manager.resource("v1", "Secret").patch(
+            name=secret,
+            namespace=NAMESPACE,
+            body={"data": self._saved_secrets.pop(secret)},
+            content_type="application/merge-patch+json",
+        )
+        multikueue.wait_active(self.manager, [name], [], timeout=60)
+
+    def _active(self, name: str) -> bool:
+        obj = self.manager.resource(API, "MultiKueueCluster").get(name=name).to_dict()
+        return kube.condition_true(obj, "Active")
+
+    # ---------------------------------------------------------------- workloads
+
+    def submit(
+        self, name: str, *, run_for: str = "600s", priority: str | None = None, units: int = 1
+    ) -> str:
+        """Submit a Job to this scenario's LocalQueue; returns its Workload key."""
+        requests = {k: _times(v, units) for k, v in self.shape.request().items()}
+        doc = workloads.job(
+            name, self.ns, self.name, requests=requests, run_for=run_for, priority_class=priority
+        )
+        workloads.submit(self.manager, inventory.label(doc, self.ctx.run_id))
+        wl = kube.wait_for(
+            f"the Workload of Job {name}",
+            lambda: workloads.workload_for_job(self.manager, self.ns, name),
+            timeout=30,
+        )
+        key = f"{self.ns}/{wl['metadata']['name']}"
+        self.jobs[name] = key
+        return key
+
+    def submit_many(self, prefix: str, count: int, *, run_for: str = "1s") -> list[str]:
+        """Submit `count` Jobs at once; returns their Workload keys."""
+        requests = self.shape.request()
+        names = [f"{prefix}-{i}" for i in range(count)]
+        for name in names:
+            doc = workloads.job(name, self.ns, self.name, requests=requests, run_for=run_for)
+            workloads.submit(self.manager, inventory.label(doc, self.ctx.run_id))
+
+        def all_workloads() -> dict[str, str]:
+            items = self.manager.resource(API, "Workload").get(namespace=self.ns).to_dict()["items"]
+            owners = {
+                ref["name"]: f"{self.ns}/{wl['metadata']['name']}"
+                for wl in items
+                for ref in wl["metadata"].get("ownerReferences") or []
+                if ref.get("kind") == "Job"
+            }
+            if not set(names) <= set(owners):
+                raise kube.NotYet(f"{len(set(names) - set(owners))} Workloads not created yet")
+            return owners
+
+        owners = kube.wait_for(f"{count} Workloads", all_workloads, timeout=120)
+        for name in names:
+            self.jobs[name] = owners[name]
+        return [owners[n] for n in names]
+
+    def with_plain_queue(self) -> Scenario:
+        """A LocalQueue on the manager whose ClusterQueue has no MultiKueue check."""
+        plain = f"{self.name}-plain"
+        self._create(
+            self.manager,
+            multikueue.cluster_queue(
+                plain,
+                multikueue.DEFAULT_QUOTA | {self.shape.resource: "100"},
+                flavor=self.shape.flavor,
+            ),
+        )
+        self._create(self.manager, multikueue.local_queue(plain, self.ns, plain))
+        multikueue.wait_queue_active(self.manager, plain, self.ns, timeout=60)
+        return self
+
+    def submit_foreign(self, name: str) -> str:
+        """A Job on the plain queue: a workload no dispatcher may touch."""
+        doc = workloads.job(
+            name, self.ns, f"{self.name}-plain", requests=self.shape.request(), run_for="600s"
+        )
+        workloads.submit(self.manager, inventory.label(doc, self.ctx.run_id))
+        wl = kube.wait_for(
+            f"the Workload of Job {name}",
+            lambda: workloads.workload_for_job(self.manager, self.ns, name),
+            timeout=30,
+        )
+        key = f"{self.ns}/{wl['metadata']['name']}"
+        self.jobs[name] = key
+        self.foreign.add(key)
+        self.mark("foreign", workload=key)
+        return key
+
+    def submit_local(self, worker: str, name: str, *, priority: str, units: int = 1) -> str:
+        """A Job submitted on a worker itself (e.g. low-priority filler for preemption)."""
+        requests = {k: _times(v, units) for k, v in self.shape.request().items()}
+        doc = workloads.job(
+            name, self.ns, self.name, requests=requests, run_for="3600s", priority_class=priority
+        )
+        w = self.ctx.env.worker(worker)
+        workloads.submit(w, inventory.label(doc, self.ctx.run_id))
+        wl = kube.wait_for(
+            f"{worker} Workload of {name}",
+            lambda: workloads.workload_for_job(w, self.ns, name),
+            timeout=30,
+        )
+        return f"{self.ns}/{wl['metadata']['name']}"
+
+    def wait_admitted_locally(self, worker: str, count: int, timeout: float = 60) -> None:
+        w = self.ctx.env.worker(worker)
+
+        def admitted() -> None:
+            items = w.resource(API, "Workload").get(namespace=self.ns).to_dict()["items"]
+            if sum(kube.condition_true(i, "Admitted") for i in items) < count:
+                raise kube.NotYet(f"fewer than {count} admitted on {worker}")
+
+        kube.wait_for(f"{count} local workloads admitted on {worker}", admitted, timeout=timeout)
+
+    def evict_by_quota(self, worker: str) -> None:
+        """Remove a worker's quota and deactivate nothing: used to evict its workload."""
+        self.set_capacity(worker, 0)
+
+    def preempt_on(self, worker: str, name: str) -> str:
+        """Evict what runs on `worker` by submitting a higher-priority local Job there."""
+        self.ctx.recorder.mark("evict", cluster=self.cluster(worker))
+        return self.submit_local(worker, name, priority=self.shape.priority_classes[1])
+
+    # --------------------------------------------------------------- observing
+
+    def timeline(self) -> Timeline:
+        """This scenario's events, worker names rewritten to its MultiKueueCluster names."""
+        by_worker = {w: c for c, w in self.members.items()}
+        keys = set(self.jobs.values())
+        events: list[Event] = []
+        for e in self.ctx.recorder.snapshot(self.ns):
+            if e.t < self.started - 1:
+                continue
+            if e.workload and e.workload not in keys and e.kind != Kind.PREEMPTION:
+                continue
+            if not e.workload and not self._mine(e):
+                continue
+            cluster = by_worker.get(e.cluster, e.cluster) if e.cluster != MANAGER else MANAGER
+            events.append(Event(e.t, cluster, e.kind, e.workload, e.data))
+        return Timeline(events)
+
+    def _mine(self, e: Event) -> bool:
+        if e.kind == Kind.CLUSTER_ACTIVE:
+            return e.data.get("cluster") in self.members
+        if e.kind == Kind.CONFIG_CHANGED:
+            return e.data.get("config") == self.name
+        if e.kind == Kind.ACTION:
+            return e.data.get("scenario") in (None, self.name)
+        return False
+
+    def wait_until(
+        self, what: str, predicate: Callable[[Timeline], bool], timeout: float
+    ) -> Timeline:
+        def probe() -> Timeline:
+            tl = self.timeline()
+            if not predicate(tl):
+                raise kube.NotYet(what)
+            return tl
+
+        return kube.wait_for(
+            what, probe, timeout=timeout, retry_on=(kube.NotYet,), max_interval=0.5
+        )
+
+    def wait_placed(self, key: str, timeout: float) -> str:
+        """Wait until the workload has a clusterName; returns the MultiKueueCluster name."""
+        tl = self.wait_until(
+            f"{key} to be placed",
+            lambda tl: any(e.data.get("cluster") for e in tl.of(key).where(Kind.PLACEMENT)),
+            timeout=timeout,
+        )
+        return [
+            e.data["cluster"] for e in tl.of(key).where(Kind.PLACEMENT) if e.data.get("cluster")
+        ][-1]
+
+    def observe(self, seconds: float) -> None:
+        """Let time pass while the recorder watches."""
+        time.sleep(max(0.0, seconds))
+
+    def mark(self, what: str, **data: Any) -> Event:
+        return self.ctx.recorder.mark(what, scenario=self.name, **data)
+
+    # ------------------------------------------------------------------ cleanup
+
+    def cleanup(self) -> None:
+        """Delete everything this scenario created, newest first; namespaces last."""
+        namespaces = []
+        for cluster, doc in reversed(self._created):
+            if doc["kind"] == "Namespace":
+                namespaces.append((cluster, doc))
+                continue
+            meta = doc["metadata"]
+            try:
+                kube.delete(
+                    cluster.dyn, doc["apiVersion"], doc["kind"], meta["name"], meta.get("namespace")
+                )
+            except ApiException:
+                pass
+        for cluster, doc in namespaces:
+            try:
+                kube.delete(cluster.dyn, "v1", "Namespace", doc["metadata"]["name"])
+            except ApiException:
+                pass
+
+
+def _times(quantity: str, units: int) -> str:
+    if quantity.endswith("Gi"):
+        return f"{int(quantity[:-2]) * units}Gi"
+    return str(int(quantity) * units)
+
+
+def _secret(name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "type": "Opaque",
+        "data": dict(data),
+    }
+
+
+def shared_documents(shape: Shape) -> list[dict[str, Any]]:
+    """Cluster-scoped objects every scenario uses, made once per run on every cluster."""
+    low, high = shape.priority_classes[:2]
+    return [
+        multikueue.resource_flavor(shape.flavor),
+        workload_priority_class(low, 100),
+        workload_priority_class(high, 1000),
+    ]
+
+
+def workload_priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def provisioning_request_config(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "ProvisioningRequestConfig",
+        "metadata": {"name": name},
+        "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": []},
+    }
+
+
+def provisioning_admission_check(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "spec": {
+            "controllerName": PROVISIONING_CONTROLLER,
+            "parameters": {
+                "apiGroup": "kueue.x-k8s.io",
+                "kind": "ProvisioningRequestConfig",
+                "name": name,
+            },
+        },
+    }

@@ -1,0 +1,131 @@
+"""The conformance session as pytest sees it: one shared environment, one scenario per test.
+
+`mkdc run` starts the environment and the dispatcher, then runs this directory with
+MKDC_SESSION pointing at its session file. Each test declares the checks it decides
+with `@pytest.mark.checks(...)`; tests whose checks the profile does not claim are
+reported not-supported, and every scenario is also judged by the checks that hold
+on any timeline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import control
+from harness.environment import Environment
+from harness.profile import load_profile
+from harness.recorder import Recorder
+from harness.scenario import Context, Scenario
+from suites import expectations
+from suites.checks import CATALOGUE
+
+
+def _session() -> dict:
+    return json.loads(Path(os.environ["MKDC_SESSION"]).read_text())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "checks(*ids): the catalogue checks this scenario decides")
+    config.addinivalue_line("markers", "slow: runs only in the full run (mkdc run --full)")
+    config.addinivalue_line(
+        "markers", "needs(capability): a provider capability the scenario needs"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    session = _session()
+    profile = load_profile(session["profile"])
+    wanted, unwanted = set(session["checks"]), set(session["skipChecks"])
+    features = set(profile.claims.features)
+    for item in items:
+        ids = _check_ids(item)
+        decided = [c for c in ids if (not wanted or c in wanted) and c not in unwanted]
+        if not decided:
+            item.add_marker(pytest.mark.skip(reason="filtered out by --checks/--skip-checks"))
+            continue
+        unsupported = [c for c in decided if not CATALOGUE[c].supported_by(features)]
+        if len(unsupported) == len(decided):
+            feature = CATALOGUE[decided[0]].feature
+            expectations.record_not_supported(session, decided, feature)
+            item.add_marker(pytest.mark.skip(reason=f"not-supported: {feature} not claimed"))
+        elif item.get_closest_marker("slow") and not session["full"]:
+            expectations.record_skipped(
+                session, decided, "slow scenario: runs in the full run (--full)"
+            )
+            item.add_marker(pytest.mark.skip(reason="slow: only in the full run"))
+        elif _missing_capability(item, session):
+            need = item.get_closest_marker("needs").args[0]
+            expectations.record_skipped(session, decided, f"the provider cannot {need}")
+            item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
+
+
+def _check_ids(item: pytest.Item) -> list[str]:
+    marker = item.get_closest_marker("checks")
+    return list(marker.args) if marker else []
+
+
+def _missing_capability(item: pytest.Item, session: dict) -> bool:
+    marker = item.get_closest_marker("needs")
+    return bool(marker) and marker.args[0] not in session["capabilities"]
+
+
+@pytest.fixture(scope="session")
+def context() -> Iterator[Context]:
+    session = _session()
+    env = Environment.load(Path(session["environment"]))
+    users = frozenset(session["dispatcherUsers"])
+    recorder = Recorder(env, dispatcher_users=users).start()
+    address, key = session["control"]["address"], bytes.fromhex(session["control"]["key"])
+    client = control.Client(address, key)
+    ctx = Context(
+        env=env,
+        profile=load_profile(session["profile"]),
+        recorder=recorder,
+        run_id=session["runId"],
+        slacks=session["slacks"],
+        dispatcher_users=users,
+        capabilities=frozenset(session["capabilities"]),
+        control=client,
+        worker_secrets=session.get("workerSecrets") or {},
+    )
+    ctx.report_dir = Path(session["reportDir"])  # type: ignore[attr-defined]
+    yield ctx
+    recorder.stop()
+    client.close()
+
+
+@pytest.fixture
+def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scenario]:
+    short = re.sub(r"[^a-z0-9]+", "-", request.node.name.removeprefix("test_").lower()).strip("-")
+    name = f"{short[:30].rstrip('-')}-{secrets.token_hex(2)}"
+    sc = Scenario(context, name)
+    sc.checks = _check_ids(request.node)
+    yield sc
+    try:
+        expectations.judge_every_timeline(sc)
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            expectations.record_errored(sc, _first_line(report))
+            expectations.collect_artifacts(sc)
+    finally:
+        sc.cleanup()
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr)
+    return text.strip().splitlines()[0][:300] if text.strip() else "error"
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

@@ -1,0 +1,24 @@
+"""Core: a burst of workloads is all placed; none is stuck."""
+
+from __future__ import annotations
+
+import pytest
+
+from suites.expectations import bounds, conforms, placement_timeout
+
+BURST = 100
+
+
+@pytest.mark.checks("CORE-09")
+def test_burst_liveness(scenario):
+    """100 workloads at once, with capacity for all of them on every worker."""
+    workers = [w.name for w in scenario.ctx.env.workers]
+    scenario.with_workers(workers, capacity={w: BURST for w in workers})
+    keys = scenario.submit_many("burst", BURST, run_for="1s")
+    timeout = placement_timeout(scenario) + bounds(scenario).burst_slack
+    scenario.wait_until(
+        f"all {BURST} placed",
+        lambda tl: all(tl.of(k).where_placed() for k in keys),
+        timeout=timeout,
+    )
+    conforms(scenario)

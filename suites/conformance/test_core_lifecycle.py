@@ -1,0 +1,46 @@
+"""Core: placement is final, eviction leads to placement again, one execution only."""
+
+from __future__ import annotations
+
+import pytest
+
+from suites.expectations import conforms, placement_timeout
+
+
+@pytest.mark.checks("CORE-03")
+def test_no_nomination_after_placement(scenario):
+    """A workload admitted on one worker is watched for a while after placement."""
+    scenario.with_workers(["worker1", "worker2"], capacity={"worker1": 1, "worker2": 1})
+    workload = scenario.submit("job", run_for="20s")
+    scenario.wait_placed(workload, timeout=placement_timeout(scenario))
+    scenario.observe(15)
+    conforms(scenario)
+
+
+@pytest.mark.checks("CORE-06")
+def test_redispatch_after_eviction(scenario):
+    """Placed on a worker, then preempted there by a local high-priority job: placed again."""
+    scenario.with_workers(
+        ["worker1", "worker2"], capacity={"worker1": 1, "worker2": 1}, preemption=True
+    )
+    low = scenario.shape.priority_classes[0]
+    workload = scenario.submit("job", priority=low)
+    first = scenario.wait_placed(workload, timeout=placement_timeout(scenario))
+    scenario.preempt_on(scenario.members[first], "local-high")
+    scenario.wait_until(
+        "placement again after the eviction",
+        lambda tl: len([e for e in tl.of(workload).where_placed()]) >= 2,
+        timeout=placement_timeout(scenario, extra=60),
+    )
+    conforms(scenario)
+
+
+@pytest.mark.checks("CORE-08")
+def test_foreign_workloads_untouched(scenario):
+    """A plain ClusterQueue workload on the manager, beside MultiKueue work, is never written."""
+    scenario.with_workers(["worker1"], capacity={"worker1": 1}).with_plain_queue()
+    foreign = scenario.submit_foreign("plain")
+    workload = scenario.submit("job", run_for="1s")
+    scenario.wait_placed(workload, timeout=placement_timeout(scenario))
+    scenario.observe(10)
+    conforms(scenario, foreign_workloads=frozenset({foreign}))

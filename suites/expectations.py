@@ -1,0 +1,207 @@
+"""Expectations a scenario ends with: judge checks on its timeline and record the result.
+
+`conforms(scenario, "CORE-04", expected_cluster=...)` evaluates the named checks with
+bounds derived from the profile's claims plus the scenario's facts, writes one
+result file per check for the report, and fails the test with every violation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.multikueue import API
+from harness.scenario import Scenario
+from harness.timeline import Timeline
+from suites.checks import CATALOGUE, Bounds, Verdict, run_check
+from suites.scorecard import scorecard
+
+ANY_TIMELINE = ("CORE-01", "CORE-02", "CORE-05")  # hold on every scenario's timeline
+
+
+def bounds(sc: Scenario, **facts: Any) -> Bounds:
+    """The profile's claims plus this scenario's clusters, knobs and facts."""
+    derived = Bounds.derive(
+        sc.ctx.profile.claims.to_dict(),
+        sc.order,
+        sc.ctx.slacks,
+        cluster_timeouts=sc.timeouts,
+        tiers=sc.tiers,
+        dispatcher_users=sc.ctx.dispatcher_users,
+        max_nominations=20,
+    )
+    return derived.with_scenario(**facts) if facts else derived
+
+
+def placement_timeout(sc: Scenario, cluster: str | None = None, extra: float = 0.0) -> float:
+    """How long to wait for placement on `cluster`: the claims' bound, with room to spare."""
+    return bounds(sc).placement_bound(cluster) + extra + 15.0
+
+
+def skip_if_slow(sc: Scenario, seconds: float, limit: float = 150.0) -> None:
+    """Scenarios whose claimed timing needs longer than `limit` run only in the full run."""
+    if seconds > limit and not _session()["full"]:
+        import pytest
+
+        record_skipped(
+            _session(), list(sc.checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
+        )  # type: ignore[attr-defined]
+        pytest.skip(f"needs {seconds:.0f}s of the claimed timing: full run only")
+
+
+def round_timeout(sc: Scenario, default: float = 5.0) -> float:
+    """The claimed round timeout (a short default for dispatchers that never escalate)."""
+    claimed = bounds(sc).round_timeout
+    return default if claimed is None else claimed
+
+
+def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
+    """The scenario's timeline satisfies these checks (default: the test's declared ones)."""
+    ids = list(check_ids or sc.checks)  # type: ignore[attr-defined]
+    tl = sc.timeline()
+    b = bounds(sc, observed_until=sc.ctx.recorder.now(), **facts)
+    failures = []
+    for check_id in ids:
+        if not _wanted(check_id) or not CATALOGUE[check_id].supported_by(
+            sc.ctx.profile.claims.features
+        ):
+            continue
+        verdict = run_check(
+            CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
+        )
+        _record(sc, check_id, verdict, tl, b)
+        if not verdict.passed and not verdict.inconclusive:
+            failures.append(f"{check_id} {CATALOGUE[check_id].name}: {verdict.message}")
+    assert not failures, "\n".join(failures)
+
+
+def judge_every_timeline(sc: Scenario) -> None:
+    """Checks that hold on any timeline, recorded for every scenario that ran workloads."""
+    if not sc.jobs:
+        return
+    ids = [c for c in ANY_TIMELINE if c not in getattr(sc, "checks", [])]
+    tl, b = sc.timeline(), bounds(sc, observed_until=sc.ctx.recorder.now())
+    for check_id in ids:
+        if _wanted(check_id):
+            verdict = run_check(
+                CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
+            )
+            _record(sc, check_id, verdict, tl, b)
+
+
+def _session() -> dict[str, Any]:
+    return json.loads(Path(os.environ["MKDC_SESSION"]).read_text())
+
+
+def _wanted(check_id: str) -> bool:
+    session = _session()
+    wanted, unwanted = set(session["checks"]), set(session["skipChecks"])
+    return (not wanted or check_id in wanted) and check_id not in unwanted
+
+
+def _results_dir(session: dict[str, Any]) -> Path:
+    return Path(session["reportDir"]) / "results"
+
+
+def _write(session: dict[str, Any], record: dict[str, Any]) -> None:
+    path = (
+        _results_dir(session)
+        / f"{record['scenario']}-{record['check']}-{secrets.token_hex(3)}.json"
+    )
+    path.write_text(json.dumps(record))
+
+
+def record_errored(sc: Scenario, error: str) -> None:
+    """The scenario broke before judging its checks: each undecided check failed."""
+    tl, b = sc.timeline(), bounds(sc, observed_until=sc.ctx.recorder.now())
+    for check_id in getattr(sc, "checks", []):
+        if check_id not in sc.recorded and _wanted(check_id):
+            _record(sc, check_id, Verdict.fail(f"scenario did not complete: {error}"), tl, b)
+
+
+def _record(sc: Scenario, check_id: str, verdict: Verdict, tl: Timeline, b: Bounds) -> None:
+    sc.recorded.add(check_id)
+    result = "passed" if verdict.passed else ("skipped" if verdict.inconclusive else "failed")
+    shape = sc.shape
+    _write(
+        _session(),
+        {
+            "check": check_id,
+            "scenario": sc.name,
+            "result": result,
+            "message": verdict.message if result != "passed" else "",
+            "measured": verdict.measured,
+            "durationSeconds": round(sc.ctx.recorder.now() - sc.started, 1),
+            "timeline": _relative(tl).to_list(),
+            "scorecard": scorecard(
+                Timeline(e for e in tl if e.workload not in sc.foreign),
+                set(sc.ctx.dispatcher_users),
+            ),
+            "timeouts": {**b.slacks(), "roundTimeout": b.round_timeout},
+            "shape": {
+                "resource": shape.resource,
+                "flavor": shape.flavor,
+                "workerClusterQueue": shape.worker_cluster_queue or "per scenario",
+                "workerKubeconfigSecret": shape.secret_pattern,
+                "priorityClasses": list(shape.priority_classes),
+            },
+        },
+    )
+
+
+def _relative(tl: Timeline) -> Timeline:
+    """Times from the scenario's first event, so pictures start at 0."""
+    events = list(tl)
+    if not events:
+        return tl
+    t0 = events[0].t
+    return Timeline.from_list([{**e.to_dict(), "t": e.t - t0} for e in events])
+
+
+def record_not_supported(session: dict[str, Any], ids: list[str], feature: str | None) -> None:
+    for check_id in ids:
+        _write(
+            session,
+            {
+                "check": check_id,
+                "scenario": "collection",
+                "result": "not-supported",
+                "message": f"the profile does not claim {feature}",
+            },
+        )
+
+
+def record_skipped(session: dict[str, Any], ids: list[str], why: str) -> None:
+    for check_id in ids:
+        _write(
+            session,
+            {"check": check_id, "scenario": "collection", "result": "skipped", "message": why},
+        )
+
+
+def collect_artifacts(sc: Scenario) -> None:
+    """What a reader needs to see why a check failed, gathered before cleanup."""
+    out = Path(_session()["reportDir"]) / "artifacts" / sc.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "timeline.json").write_text(json.dumps(sc.timeline().to_list(), indent=1))
+    for cluster in sc.ctx.env.clusters:
+        docs = {}
+        for kind, ns in (("Workload", sc.ns), ("Event", sc.ns)):
+            api = API if kind == "Workload" else "v1"
+            try:
+                docs[kind] = cluster.resource(api, kind).get(namespace=ns).to_dict()["items"]
+            except Exception as exc:  # a cluster may be unreachable: say so in the artifact
+                docs[kind] = f"unavailable: {exc}"
+        (out / f"{cluster.name}.yaml").write_text(yaml.safe_dump(docs, sort_keys=False))
+    mk = {}
+    for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"):
+        items = sc.ctx.env.manager.resource(API, kind).get().to_dict()["items"]
+        mk[kind] = [i for i in items if i["metadata"]["name"].startswith(sc.name)]
+    (out / "multikueue.yaml").write_text(yaml.safe_dump(mk, sort_keys=False))
+    (out / "collected-at.txt").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -1,0 +1,471 @@
+"""The kind provider's plan: every command it would run and every manifest it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import kind, toolchain, versions
+from harness.environment import Environment
+from harness.errors import UserError
+from harness.kind import Cmd, KindCluster, KindProvider, Result
+
+V = versions.select("0.19.2")
+V17 = versions.select("0.17.1")
+DISPATCHER = "mkdc.example/reference"
+
+
+def kind_kubeconfig(name: str, internal: bool) -> str:
+    server = f"https://{name}-control-plane:6443" if internal else "https://127.0.0.1:41234"
+    ctx = f"kind-{name}"
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": ctx, "cluster": {"server": server, "certificate-authority-data": "Q0E="}}
+            ],
+            "users": [
+                {
+                    "name": ctx,
+                    "user": {"client-certificate-data": "Y2VydA==", "client-key-data": "a2V5"},
+                }
+            ],
+            "contexts": [{"name": ctx, "context": {"cluster": ctx, "user": ctx}}],
+            "current-context": ctx,
+        }
+    )
+
+
+class FakeRunner:
+    """Records each command; answers kind/docker queries; fails what `fail` matches."""
+
+    def __init__(self, existing: tuple[str, ...] = (), fail: dict[str, int] | None = None):
+        self.cmds: list[Cmd] = []
+        self.existing = list(existing)
+        self.fail = dict(fail or {})  # argv substring -> times to fail (-1: always)
+        self.docker_up = True
+
+    def __call__(self, cmd: Cmd) -> Result:
+        self.cmds.append(cmd)
+        line = " ".join(cmd.argv)
+        for needle, times in self.fail.items():
+            if needle in line and times != 0:
+                self.fail[needle] = times - 1
+                return Result(1, "", f"error: {needle} went wrong\n")
+        if cmd.argv[:2] == ("docker", "info"):
+            return Result(0, "27.0.1\n") if self.docker_up else Result(1, "", docker_down())
+        if cmd.argv[:3] == ("kind", "get", "clusters"):
+            return Result(0, "".join(f"{n}\n" for n in self.existing))
+        if cmd.argv[:3] == ("kind", "get", "kubeconfig"):
+            return Result(0, kind_kubeconfig(cmd.argv[-1], "--internal" in cmd.argv))
+        return Result(0, "")
+
+    def lines(self) -> list[str]:
+        return [" ".join(c.argv) for c in self.cmds]
+
+
+def docker_down() -> str:
+    return "Client: ...\nCannot connect to the Docker daemon at unix:///var/run/docker.sock\n"
+
+
+@pytest.fixture
+def manifests(tmp_path: Path) -> toolchain.Manifests:
+    """A stand-in for the module cache: the files the kind provider reads."""
+    root = tmp_path / "modcache"
+    kueue_cfg = root / "kueue/config/components/manager/controller_manager_config.yaml"
+    kueue_cfg.parent.mkdir(parents=True)
+    kueue_cfg.write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "health: {healthProbeBindAddress: ':8081'}\nmetrics: {bindAddress: ':8443'}\n"
+        "webhook: {port: 9443}\n"
+        "leaderElection: {leaderElect: true, resourceName: c1f6bfd2.kueue.x-k8s.io}\n"
+        "controller: {groupKindConcurrency: {Job.batch: 5}}\n"
+        "integrations: {frameworks: [batch/job, pod, deployment]}\n"
+    )
+    stages = root / "kwok/kustomize/stage"
+    files = {
+        "node/fast/node-initialize.yaml": "kind: Stage\nmetadata: {name: node-initialize}\n",
+        "pod/fast/pod-ready.yaml": "kind: Stage\nmetadata: {name: pod-ready}\n",
+        "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml": (
+            "kind: Stage\nmetadata: {name: node-heartbeat-with-lease}\n"
+        ),
+    }
+    for rel, text in files.items():
+        (stages / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stages / rel).write_text(text)
+    crd = root / "autoscaler/provisioningrequests.yaml"
+    crd.parent.mkdir(parents=True)
+    crd.write_text("kind: CustomResourceDefinition\n")
+    return toolchain.Manifests(
+        kueue_crds=root / "kueue/crds",
+        kueue_webhooks=root / "kueue/webhooks.yaml",
+        kueue_dir=root / "kueue",
+        provisioning_request_crd=crd,
+        kwok_stages=[stages / "node/fast/node-initialize.yaml", stages / "pod/fast/pod-ready.yaml"],
+    )
+
+
+def make(manifests, runner=None, *, tools=("kind", "docker", "kubectl"), **kw) -> KindProvider:
+    wired: list[Environment] = []
+    sleeps: list[float] = []
+    p = KindProvider(
+        kw.pop("v", V),
+        workers=kw.pop("workers", 2),
+        dispatcher_name=DISPATCHER,
+        kueue_extra={"featureGates": {"MultiKueueBatchJobWithManagedBy": True}},
+        runner=runner or FakeRunner(),
+        which=lambda t: f"/usr/bin/{t}" if t in tools else None,
+        manifests=lambda v: manifests,
+        wire=wired.append,
+        sleep=sleeps.append,
+        parallel=kw.pop("parallel", False),
+        **kw,
+    )
+    p.wired, p.sleeps = wired, sleeps  # type: ignore[attr-defined]
+    return p
+
+
+# ------------------------------------------------------------- pure planning
+
+
+@pytest.mark.parametrize("role", ["manager", "worker"])
+@pytest.mark.parametrize("v", [V, V17])
+def test_kind_configs_pin_the_node_image(role, v):
+    cfg = kind.render_kind_config(role, v)
+    assert cfg["kind"] == "Cluster" and cfg["apiVersion"] == "kind.x-k8s.io/v1alpha4"
+    assert [n["image"] for n in cfg["nodes"]] == [f"kindest/node:v{v.kubernetes}"]
+    assert cfg["networking"]["apiServerAddress"] == "127.0.0.1"
+
+
+def test_missing_kind_config_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="kind config .*manager.yaml is missing"):
+        kind.render_kind_config("manager", V, tmp_path)
+
+
+def test_kueue_configuration_keeps_release_defaults(manifests):
+    defaults = kind.release_defaults(manifests)
+    cfg = kind.kueue_configuration(
+        defaults,
+        kueue_version="0.19.2",
+        manager=True,
+        dispatcher_name=DISPATCHER,
+        extra={
+            "featureGates": {"WorkloadRequestUseMergePatch": True},
+            "multiKueue": {"incrementalDispatcherConfig": {"stepSize": 2}},
+        },
+    )
+    assert cfg["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert cfg["namespace"] == "kueue-system"
+    assert cfg["leaderElection"] == {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"}
+    assert cfg["internalCertManagement"] == {"enable": True}
+    assert cfg["integrations"]["frameworks"] == ["batch/job"]
+    assert cfg["webhook"] == {"port": 9443} and cfg["metrics"] == {"bindAddress": ":8443"}
+    assert cfg["controller"] == {"groupKindConcurrency": {"Job.batch": 5}}
+    assert cfg["featureGates"] == {"WorkloadRequestUseMergePatch": True}
+    assert cfg["multiKueue"]["dispatcherName"] == DISPATCHER
+    assert cfg["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 2}
+    assert defaults["integrations"]["frameworks"] == ["batch/job", "pod", "deployment"]
+    worker = kind.kueue_configuration(defaults, kueue_version="0.19.2", manager=False)
+    assert "multiKueue" not in worker and worker["leaderElection"]["leaderElect"] is True
+
+
+def test_kueue_configuration_from_the_real_release():
+    try:
+        man = toolchain.manifests(V)
+    except UserError as exc:
+        pytest.skip(f"module cache unavailable: {exc}")
+    cfg = kind.kueue_configuration(
+        kind.release_defaults(man), kueue_version=V.kueue, manager=True, dispatcher_name="d/x"
+    )
+    assert cfg["leaderElection"]["leaderElect"] is True
+    assert cfg["internalCertManagement"]["enable"] is True
+    assert cfg["integrations"]["frameworks"] == ["batch/job"]
+    assert cfg["health"]["healthProbeBindAddress"] == ":8081"
+    assert cfg["multiKueue"]["dispatcherName"] == "d/x"
+
+
+def test_config_map_carries_config_and_version():
+    cm = kind.config_map({"kind": "Configuration", "multiKueue": {"dispatcherName": "d"}}, "0.19.2")
+    assert cm["metadata"] == {
+        "name": "kueue-manager-config",
+        "namespace": "kueue-system",
+        "labels": {"app.kubernetes.io/version": "v0.19.2"},
+    }
+    cfg = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+    assert cfg["multiKueue"]["dispatcherName"] == "d"
+
+
+def test_config_hash_changes_only_with_the_config():
+    a = kind.config_hash({"a": 1, "b": {"c": 2}})
+    assert a == kind.config_hash({"b": {"c": 2}, "a": 1})
+    assert a != kind.config_hash({"a": 2, "b": {"c": 2}})
+
+
+def test_worker_kubeconfig_internal_for_kueue_external_for_us():
+    ext = yaml.safe_load(kind_kubeconfig("mkdc-worker1", internal=False))
+    internal = yaml.safe_load(kind_kubeconfig("mkdc-worker1", internal=True))
+    kc = kind.merged_kubeconfig("internal", {"external": ext, "internal": internal})
+    assert kc["current-context"] == "internal"
+    servers = {c["name"]: c["cluster"]["server"] for c in kc["clusters"]}
+    assert servers == {
+        "external": "https://127.0.0.1:41234",
+        "internal": "https://mkdc-worker1-control-plane:6443",
+    }
+    assert {c["name"]: c["context"] for c in kc["contexts"]} == {
+        "external": {"cluster": "external", "user": "external"},
+        "internal": {"cluster": "internal", "user": "internal"},
+    }
+    for user in kc["users"]:  # Kueue rejects file paths: credentials must be embedded
+        assert set(user["user"]) == {"client-certificate-data", "client-key-data"}
+
+
+def test_install_plan_for_a_worker(tmp_path, manifests):
+    c = KindCluster("worker1", "mkdc-worker1", "worker", tmp_path)
+    cfg = {"kind": "Configuration", "x": 1}
+    nodes = [{"kind": "Node", "metadata": {"name": "n1"}}]
+    plan = kind.install_plan(c, V, manifests, cfg, nodes)
+    k = f"kubectl --kubeconfig {tmp_path}/worker1.kubeconfig --context external"
+    apply = f"{k} apply --server-side --force-conflicts"
+    pinned = json.dumps(kind.pin_patch(kind.config_hash(cfg)), sort_keys=True)
+    kwok_pinned = json.dumps(kind.pin_patch(), sort_keys=True)
+    taint = "node-role.kubernetes.io/control-plane=:NoSchedule"
+    assert [" ".join(cmd.argv) for cmd in plan] == [
+        f"{apply} -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.19.2/manifests.yaml",
+        f"{apply} -f {manifests.provisioning_request_crd}",
+        f"{apply} -f https://github.com/kubernetes-sigs/kwok/releases/download/v0.8.0/kwok.yaml",
+        f"{k} wait --for=condition=Established crd --all --timeout=120s",
+        f"{apply} -f -",
+        f"{apply} --field-manager=mkdc -f -",
+        f"{k} taint node mkdc-worker1-control-plane {taint} --overwrite",
+        f"{k} -n kueue-system patch deployment kueue-controller-manager -p {pinned}",
+        f"{k} -n kube-system patch deployment kwok-controller -p {kwok_pinned}",
+        f"{k} -n kueue-system rollout status --timeout=300s deployment/kueue-controller-manager",
+        f"{k} -n kube-system rollout status --timeout=300s deployment/kwok-controller",
+        f"{apply} -f -",
+        f"{k} wait --for=condition=Ready node -l type=kwok --timeout=120s",
+        f"{k} create --dry-run=server -o name -f -",
+    ]
+    stages = [d["metadata"]["name"] for d in yaml.safe_load_all(plan[4].stdin or "")]
+    assert stages == ["node-initialize", "pod-ready", "node-heartbeat-with-lease"]
+    cm = yaml.safe_load(plan[5].stdin or "")
+    assert cm["kind"] == "ConfigMap" and yaml.safe_load(cm["data"][kind.KUEUE_CONFIG_KEY]) == cfg
+    assert list(yaml.safe_load_all(plan[11].stdin or "")) == nodes
+    assert plan[-1].attempts > 1 and "ClusterQueue" in (plan[-1].stdin or "")
+
+
+def test_install_plan_for_the_manager_has_no_kwok_and_no_taint(tmp_path, manifests):
+    c = KindCluster("manager", "mkdc-manager", "manager", tmp_path)
+    lines = [" ".join(cmd.argv) for cmd in kind.install_plan(c, V, manifests, {"a": 1})]
+    assert len(lines) == 7
+    assert not [line for line in lines if "kwok" in line or " taint " in line]
+    assert any("patch deployment kueue-controller-manager" in line for line in lines)
+
+
+def test_pin_patch_keeps_kueue_and_kwok_on_the_real_node():
+    spec = kind.pin_patch("abc")["spec"]["template"]
+    assert spec["metadata"]["annotations"] == {kind.HASH_ANNOTATION: "abc"}
+    assert spec["spec"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+    assert spec["spec"]["tolerations"][0]["effect"] == "NoSchedule"
+    assert "metadata" not in kind.pin_patch()["spec"]["template"]
+
+
+# ----------------------------------------------------------------- executor
+
+
+def test_up_in_ci_mode_creates_installs_wires_and_down_deletes(manifests):
+    runner = FakeRunner()
+    p = make(manifests, runner)
+    env = p.up()
+    lines = runner.lines()
+    assert lines[:2] == ["docker info --format {{.ServerVersion}}", "kind get clusters"]
+    creates = [c for c in runner.cmds if c.argv[:3] == ("kind", "create", "cluster")]
+    assert [c.argv[4] for c in creates] == ["mkdc-manager", "mkdc-worker1", "mkdc-worker2"]
+    for c in creates:
+        argv = list(c.argv)
+        assert argv[argv.index("--kubeconfig") + 1].startswith(str(env.run_dir))
+        rendered = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text())
+        assert rendered["nodes"][0]["image"] == "kindest/node:v1.36.3"
+    assert "kind get kubeconfig --internal --name mkdc-worker1" in lines
+    assert "kind get kubeconfig --internal --name mkdc-manager" not in lines
+    # the manager's Kueue gets the profile's dispatcher and extra; workers neither
+    cms = [yaml.safe_load(c.stdin or "") for c in runner.cmds if "--field-manager=mkdc" in c.argv]
+    configs = [yaml.safe_load(cm["data"][kind.KUEUE_CONFIG_KEY]) for cm in cms]
+    assert configs[0]["multiKueue"]["dispatcherName"] == DISPATCHER
+    assert configs[0]["featureGates"] == {"MultiKueueBatchJobWithManagedBy": True}
+    assert all("multiKueue" not in cfg and "featureGates" not in cfg for cfg in configs[1:])
+    assert len([line for line in lines if "create --dry-run=server" in line]) == 3
+    # the environment handed to the wiring and the suite
+    assert p.wired == [env]
+    assert env.provider == "kind" and env.kueue_version == "v0.19.2"
+    assert [w.name for w in env.workers] == ["worker1", "worker2"]
+    assert {c.context for c in env.clusters} == {"external"}
+    assert env.info["workerSecrets"] == {
+        "worker1": "multikueue-worker1",
+        "worker2": "multikueue-worker2",
+    }
+    assert env.info["kindClusters"]["worker2"] == "mkdc-worker2"
+    worker_kc = yaml.safe_load(env.worker("worker1").kubeconfig.read_text())
+    assert worker_kc["current-context"] == "internal"
+    assert yaml.safe_load(env.manager.kubeconfig.read_text())["current-context"] == "external"
+    assert (env.run_dir / "environment.json").exists()
+    runner.cmds.clear()
+    p.down()
+    assert runner.lines() == [
+        "kind delete cluster --name mkdc-worker2",
+        "kind delete cluster --name mkdc-worker1",
+        "kind delete cluster --name mkdc-manager",
+    ]
+    assert not env.run_dir.exists()
+
+
+def test_up_in_parallel_runs_the_same_commands(manifests):
+    seen = []
+    for parallel in (False, True):
+        runner = FakeRunner()
+        p = make(manifests, runner, parallel=parallel)
+        env = p.up()
+        p.down()
+        seen.append(sorted(line.replace(str(env.run_dir), "RUN") for line in runner.lines()))
+    assert seen[0] == seen[1]
+
+
+def test_ci_mode_refuses_clusters_that_already_exist(manifests):
+    runner = FakeRunner(existing=("mkdc-worker1", "other"))
+    p = make(manifests, runner)
+    with pytest.raises(UserError, match="kind cluster.* mkdc-worker1 already exist.*dev mode"):
+        p.up()
+    assert not [line for line in runner.lines() if "create" in line or "delete" in line]
+    assert p.run_dir is not None and not p.run_dir.exists()
+
+
+def test_dev_mode_reuses_clusters_and_keeps_them(manifests):
+    runner = FakeRunner(existing=("mkdc-manager", "mkdc-worker1"))
+    p = make(manifests, runner, mode="dev")
+    env = p.up()
+    creates = [line for line in runner.lines() if line.startswith("kind create")]
+    assert len(creates) == 1 and "--name mkdc-worker2" in creates[0]
+    # reused clusters still get (idempotent) installs: same config, same hash, no restart
+    installs = [
+        line for line in runner.lines() if "patch deployment kueue-controller-manager" in line
+    ]
+    assert len(installs) == 3
+    assert env.info["kindMode"] == "dev"
+    runner.cmds.clear()
+    p.down()
+    assert runner.cmds == []
+    assert not env.run_dir.exists()
+
+
+def test_name_prefix_names_the_kind_clusters(manifests):
+    runner = FakeRunner()
+    p = make(manifests, runner, name_prefix="ci-42", workers=1)
+    p.up()
+    p.down()
+    assert [c.argv[4] for c in runner.cmds if c.argv[1] == "create"] == [
+        "ci-42-manager",
+        "ci-42-worker1",
+    ]
+
+
+@pytest.mark.parametrize("tool", ["kind", "docker", "kubectl"])
+def test_missing_tool(manifests, tool):
+    runner = FakeRunner()
+    tools = tuple(t for t in ("kind", "docker", "kubectl") if t != tool)
+    with pytest.raises(UserError, match=f"^{tool} is not on PATH: install .*--provider local") as e:
+        make(manifests, runner, tools=tools).up()
+    assert "\n" not in str(e.value)
+    assert runner.cmds == []
+
+
+def test_docker_engine_not_answering(manifests):
+    runner = FakeRunner()
+    runner.docker_up = False
+    with pytest.raises(UserError, match="Docker engine does not answer .*Cannot connect") as e:
+        make(manifests, runner).up()
+    assert "\n" not in str(e.value)
+    assert runner.lines() == ["docker info --format {{.ServerVersion}}"]
+
+
+def test_failure_midway_deletes_what_ci_mode_created(manifests):
+    runner = FakeRunner(fail={"rollout status": -1})
+    p = make(manifests, runner)
+    msg = "`kubectl -n kueue-system rollout status .* failed: error: rollout status went wrong"
+    with pytest.raises(UserError, match=msg):
+        p.up()
+    deletes = [line for line in runner.lines() if line.startswith("kind delete")]
+    assert deletes == [
+        f"kind delete cluster --name mkdc-{n}" for n in ("worker2", "worker1", "manager")
+    ]
+    assert p.wired == []
+
+
+def test_failure_in_dev_mode_keeps_the_clusters(manifests):
+    runner = FakeRunner(fail={"kind create": -1})
+    p = make(manifests, runner, mode="dev")
+    with pytest.raises(UserError, match="`kind create cluster --name mkdc-manager"):
+        p.up()
+    assert not [line for line in runner.lines() if line.startswith("kind delete")]
+
+
+def test_webhook_probe_is_retried_until_kueue_answers(manifests):
+    runner = FakeRunner(fail={"--dry-run=server": 2})
+    p = make(manifests, runner, workers=1)
+    p.up()
+    p.down()
+    assert p.sleeps == [2, 2]
+    assert len([line for line in runner.lines() if "--dry-run=server" in line]) == 4
+
+
+def test_bad_arguments():
+    with pytest.raises(UserError, match="mode 'prod'"):
+        KindProvider(V, mode="prod")
+    with pytest.raises(UserError, match="--workers"):
+        KindProvider(V, workers=0)
+    with pytest.raises(UserError, match="name prefix 'My_Prefix'"):
+        KindProvider(V, name_prefix="My_Prefix")
+    assert KindProvider(V).capabilities == frozenset()
+
+
+def test_down_tries_every_cluster_and_names_what_it_could_not_delete(manifests):
+    runner = FakeRunner()
+    p = make(manifests, runner)
+    p.up()
+    runner.fail = {"delete cluster --name mkdc-worker1": -1}
+    with pytest.raises(UserError, match="could not delete kind cluster.* mkdc-worker1:"):
+        p.down()
+    assert len([line for line in runner.lines() if line.startswith("kind delete")]) == 3
+
+
+def test_admission_policy_mode_installs_kueues_policy_on_the_manager_only(manifests):
+    policy = manifests.kueue_dir / "config/components/map/manifests.yaml"
+    policy.parent.mkdir(parents=True)
+    policy.write_text("kind: MutatingAdmissionPolicy\n")
+    runner = FakeRunner()
+    p = make(manifests, runner)
+    env = p.up()
+    p.down()
+    applied = [c for c in runner.cmds if c.argv[-1] == str(policy)]
+    assert [c.argv[2] for c in applied] == [str(env.manager.kubeconfig)]
+    assert env.nomination_write_mode == "admission-policy"
+
+
+def test_a_write_mode_the_versions_cannot_do_fails_before_any_cluster(manifests):
+    runner = FakeRunner()
+    with pytest.raises(UserError, match="nominationWrites admission-policy: .*kubernetes v1.35.4"):
+        make(manifests, runner, v=V17, write_mode="admission-policy").up()
+    assert runner.lines() == ["docker info --format {{.ServerVersion}}"]
+
+
+def test_merge_patch_mode_turns_on_kueues_gate_on_the_manager(manifests):
+    runner = FakeRunner()
+    p = make(manifests, runner, write_mode="merge-patch", workers=1)
+    env = p.up()
+    p.down()
+    cms = [yaml.safe_load(c.stdin or "") for c in runner.cmds if "--field-manager=mkdc" in c.argv]
+    manager_cfg = yaml.safe_load(cms[0]["data"][kind.KUEUE_CONFIG_KEY])
+    assert manager_cfg["featureGates"]["WorkloadRequestUseMergePatch"] is True
+    assert env.nomination_write_mode == "merge-patch"

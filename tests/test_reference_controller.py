@@ -1,0 +1,130 @@
+"""The reference dispatcher's reconcile: what it writes, in which order, and when it does not."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from dispatchers.reference.controller import Controller, plan
+from dispatchers.reference.metrics import Metrics
+from dispatchers.reference.settings import Settings
+from tests.test_reference_fixtures import cond, snapshot, workload
+
+NOW = 1_800_000_000.0
+SETTINGS = Settings(round_timeout=10.0)
+STATE = SETTINGS.state_annotation
+
+
+class FakeKube:
+    """Records writes; bumps resourceVersion; can refuse the next N writes with 409."""
+
+    def __init__(self, wl: dict[str, Any]) -> None:
+        self.wl = copy.deepcopy(wl)
+        self.calls: list[tuple[str, Any]] = []
+        self.conflicts = 0
+
+    def _bump(self, body: dict[str, Any]) -> None:
+        if self.conflicts:
+            self.conflicts -= 1
+            self.wl["metadata"]["resourceVersion"] += "0"  # someone else wrote
+            raise ApiException(status=409, reason="Conflict")
+        assert body["metadata"]["resourceVersion"] == self.wl["metadata"]["resourceVersion"]
+        self.wl["metadata"]["resourceVersion"] = str(
+            int(self.wl["metadata"]["resourceVersion"]) + 1
+        )
+
+    def patch_workload(self, ns: str, name: str, body: dict[str, Any], manager: str):
+        self._bump(body)
+        self.calls.append(("annotation", json.loads(body["metadata"]["annotations"][STATE])))
+        self.wl["metadata"]["annotations"].update(body["metadata"]["annotations"])
+        return copy.deepcopy(self.wl)
+
+    def patch_workload_status(self, ns: str, name: str, ctype: str, body, params):
+        self._bump(body)
+        self.calls.append(("status", body["status"]["nominatedClusterNames"]))
+        self.wl["status"]["nominatedClusterNames"] = body["status"]["nominatedClusterNames"]
+        return copy.deepcopy(self.wl)
+
+    def get_workload(self, ns: str, name: str):
+        self.calls.append(("get", name))
+        return copy.deepcopy(self.wl)
+
+    def event(self, wl, reason: str, message: str, component: str) -> None:
+        self.calls.append(("event", reason))
+
+
+def controller(kube: FakeKube, leader: bool = True) -> Controller:
+    elector: Any = type("Elector", (), {"is_leader": leader})()
+    kube_: Any = kube
+    ctl = Controller(SETTINGS, kube_, Metrics(), elector, threading.Event(), clock=lambda: NOW)
+    for plural, objs in snapshot().items():
+        ctl.informers[plural].cache = copy.deepcopy(objs)
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    return ctl
+
+
+def test_plan_nominates_the_first_cluster_for_pending_work() -> None:
+    p = plan(NOW, workload(), snapshot(), SETTINGS)
+    assert p.not_pending is None and p.decision is not None
+    assert p.decision.nominees == ["w1"] and p.decision.requeue_after == 10.0
+
+
+def test_plan_skips_inactive_clusters_and_reads_tiers() -> None:
+    snap = snapshot()
+    snap["multikueueclusters"]["w1"]["status"]["conditions"][0]["status"] = "False"
+    snap["multikueueclusters"]["w3"]["metadata"]["labels"] = {SETTINGS.tier_label: "-1"}
+    p = plan(NOW, workload(), snap, SETTINGS)
+    assert p.decision is not None and p.decision.nominees == ["w3"]
+
+
+def test_state_is_persisted_before_nominations() -> None:
+    kube = FakeKube(workload())
+    assert controller(kube).reconcile("ns/job-a") == 10.0
+    kinds = [c[0] for c in kube.calls]
+    assert kinds == ["annotation", "status", "event"]
+    assert kube.calls[0][1]["round"] == 1 and kube.calls[1][1] == ["w1"]
+
+
+def test_nothing_written_when_nothing_changed() -> None:
+    kube = FakeKube(workload())
+    controller(kube).reconcile("ns/job-a")
+    kube.calls.clear()
+    ctl = controller(kube)  # cache now holds the written object
+    assert ctl.reconcile("ns/job-a") == 10.0 and kube.calls == []
+
+
+def test_conflict_rereads_and_retries() -> None:
+    kube = FakeKube(workload())
+    kube.conflicts = 1
+    controller(kube).reconcile("ns/job-a")
+    assert [c[0] for c in kube.calls] == ["get", "annotation", "status", "event"]
+
+
+def test_foreign_placed_and_standby_are_never_written() -> None:
+    placed = workload(clusterName="w1")
+    foreign = workload(admission={"clusterQueue": "plain"})
+    for wl in (placed, foreign):
+        kube = FakeKube(wl)
+        assert controller(kube).reconcile("ns/job-a") is None and kube.calls == []
+    kube = FakeKube(workload())
+    assert controller(kube, leader=False).reconcile("ns/job-a") is None and kube.calls == []
+
+
+def test_eviction_is_recorded_once_and_fails_over() -> None:
+    kube = FakeKube(workload())
+    controller(kube).reconcile("ns/job-a")  # round 1: w1
+    msg = 'Previously: Evicted due to x: Workload evicted on worker cluster: "w1", resetting'
+    kube.wl["status"]["conditions"].append(cond("Evicted", "False", "QuotaReserved", msg, "T9"))
+    kube.wl["status"]["nominatedClusterNames"] = None  # Kueue reset it on eviction
+    kube.calls.clear()
+    controller(kube).reconcile("ns/job-a")
+    state = kube.calls[0][1]
+    assert state["failed"] == ["w1"] and state["mark"] == "Evicted@T9"
+    assert kube.calls[1] == ("status", ["w2"]) and ("event", "Failover") in kube.calls
+    kube.calls.clear()
+    controller(kube).reconcile("ns/job-a")
+    assert kube.calls == []  # the same eviction is not recorded twice
