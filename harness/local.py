@@ -442,6 +442,9 @@ class LocalProvider:
                 man, webhook_port=c.webhook_port, ca_pem=ca.cert_pem
             ),
         )
+        kube.apply(dyn, kueue_install.manager_config_map(config, self.versions.kueue))
+        if not c.is_worker and self.write_mode == kueue_install.ADMISSION_POLICY:
+            kube.apply_all(dyn, kueue_install.admission_policy_documents(man))
         self._start(
             f"{c.name}-kueue",
             private_etc_command(

@@ -191,11 +191,19 @@ def _control_handlers(provider: Any, runner: DispatcherRunner | None) -> dict[st
 
 
 def _pytest(session_file: Path, parallel: int) -> int:
-    argv = [sys.executable, "-m", "pytest", str(SUITE_DIR), "-q", "-rfE", "-p", "no:cacheprovider"]
-    if parallel > 1:
-        argv += ["-n", str(parallel), "--dist", "loadgroup"]
+    """Scenarios in parallel, then those that kill the dispatcher, alone."""
+    base = [sys.executable, "-m", "pytest", str(SUITE_DIR), "-q", "-rfE", "-p", "no:cacheprovider"]
     env = {**os.environ, "MKDC_SESSION": str(session_file)}
-    return subprocess.run(argv, env=env, check=False).returncode
+    shared = [*base, "-m", "not exclusive"]
+    if parallel > 1:
+        shared += ["-n", str(parallel)]
+    codes = [
+        subprocess.run(argv, env=env, check=False).returncode
+        for argv in (shared, [*base, "-m", "exclusive"])
+    ]
+    # 5 = nothing selected in a phase (e.g. filtered out), which is fine here
+    codes = [0 if c == 5 else c for c in codes]
+    return max(codes)
 
 
 def _purge(env: Environment, run_id: str) -> None:

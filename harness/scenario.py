@@ -21,6 +21,7 @@ import yaml
 from kubernetes.client.rest import ApiException
 
 from harness import inventory, kube, multikueue, workloads
+from harness.autoscaler import Behaviour, FakeAutoscaler
 from harness.environment import Cluster, Environment
 from harness.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
 from harness.multikueue import API
@@ -101,6 +102,7 @@ class Scenario:
         self.recorded: set[str] = set()  # those whose result has been written
         self.started = ctx.recorder.now()
         self._saved_secrets: dict[str, dict[str, str]] = {}
+        self._autoscaler: FakeAutoscaler | None = None
         self._created: list[tuple[Cluster, dict[str, Any]]] = []
 
     # ------------------------------------------------------------------ naming
@@ -451,10 +453,33 @@ class Scenario:
     def mark(self, what: str, **data: Any) -> Event:
         return self.ctx.recorder.mark(what, scenario=self.name, **data)
 
+    # ------------------------------------------------------------ autoscaling
+
+    def autoscale(self, behaviour: Mapping[str, Behaviour]) -> FakeAutoscaler:
+        """Answer this scenario's ProvisioningRequests per worker (others stay pending)."""
+        workers = {w: self.ctx.env.worker(w) for w in self.members.values()}
+        self._autoscaler = FakeAutoscaler(workers, self.ns, dict(behaviour)).start()
+        return self._autoscaler
+
+    # ---------------------------------------------------------------- dispatcher
+
+    def kill_dispatcher(
+        self, replica: int = 0, what: str = "dispatcher-killed", **data: Any
+    ) -> None:
+        """SIGKILL a dispatcher replica (the session owns the process)."""
+        self.ctx.control.call("kill-dispatcher", replica=replica)
+        self.mark(what, replica=replica, **data)
+
+    def restart_dispatcher(self, replica: int = 0) -> None:
+        self.ctx.control.call("start-dispatcher", replica=replica)
+        self.mark("dispatcher-restarted", replica=replica)
+
     # ------------------------------------------------------------------ cleanup
 
     def cleanup(self) -> None:
         """Delete everything this scenario created, newest first; namespaces last."""
+        if self._autoscaler is not None:
+            self._autoscaler.stop()
         namespaces = []
         for cluster, doc in reversed(self._created):
             if doc["kind"] == "Namespace":

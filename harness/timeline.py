@@ -112,6 +112,14 @@ class Timeline:
         """PLACEMENT events that set a cluster (not the clearing ones)."""
         return [e for e in self.where(Kind.PLACEMENT) if e.data.get("cluster")]
 
+    def where_nominated(self) -> list[list[str]]:
+        """The non-empty nomination lists, in order."""
+        return [list(e.data["names"]) for e in self.where(Kind.NOMINATION) if e.data.get("names")]
+
+    def where_writes(self) -> list[Event]:
+        """API writes attributed to a user (from the audit log)."""
+        return [e for e in self.where(Kind.WRITE) if e.data.get("user")]
+
     def workloads(self) -> list[str]:
         seen: dict[str, None] = {}
         for e in self._events:

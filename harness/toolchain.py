@@ -284,9 +284,14 @@ def manifests(v: Versions) -> Manifests:
     )
     autoscaler = module_dir("k8s.io/autoscaler/cluster-autoscaler/apis", autoscaler_version)
     kwok = module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
+    # "fast" stages make pods run at once; pod-complete comes from the "general" set,
+    # which honours the per-pod delay annotation (how long a pod "runs").
+    fast, general = kwok / "kustomize/stage/pod/fast", kwok / "kustomize/stage/pod/general"
     stages = [
         kwok / "kustomize/stage/node/fast/node-initialize.yaml",
-        *sorted((kwok / "kustomize/stage/pod/fast").glob("pod-*.yaml")),
+        fast / "pod-ready.yaml",
+        general / "pod-complete.yaml",
+        fast / "pod-delete.yaml",
     ]
     found = Manifests(
         kueue_crds=kueue / "config/components/crd/bases",

@@ -873,21 +873,39 @@ def bounded_fan_out(tl: Timeline, b: Bounds) -> Verdict:
 
 
 def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
-    """EXT-02: peak concurrent live ProvisioningRequests across workers (created until
-    deleted or Failed) <= max_concurrent_provisioning (falls back to step_size when the
-    claim is null). No ProvisioningRequest at all is inconclusive."""
+    """EXT-02: with a maxConcurrentProvisioning claim, peak concurrent live
+    ProvisioningRequests across workers (created until deleted or Failed) <= the claim.
+    Without one (a dispatcher that keeps earlier nominees), autoscaling must still never
+    start in more than step_size workers at once: requests created within one round
+    (round_timeout - early_tolerance) <= step_size. No request at all is inconclusive."""
     spans = provisioning_intervals(tl)
     if not spans:
         return Verdict.unclear("no ProvisioningRequest was created")
-    limit = b.max_concurrent_provisioning or b.step_size
     pk = peak(spans)
     measured = {"peakProvisioningRequests": pk.count}
-    if limit is not None and pk.count > limit and pk.t is not None:
-        workers = _list(dict.fromkeys(k[0] if isinstance(k, tuple) else k for k in pk.keys))
-        return Verdict.fail(
-            f"{pk.count} ProvisioningRequests at once at {_at(pk.t)} on {workers} (claim {limit})",
-            **measured,
-        )
+    limit = b.max_concurrent_provisioning
+    if limit is not None:
+        if pk.count > limit and pk.t is not None:
+            workers = _list(dict.fromkeys(k[0] if isinstance(k, tuple) else k for k in pk.keys))
+            return Verdict.fail(
+                f"{pk.count} ProvisioningRequests at once at {_at(pk.t)} on {workers} "
+                f"(claim {limit})",
+                **measured,
+            )
+        return Verdict.ok(**measured)
+    if b.step_size is None:
+        return Verdict.ok(**measured)
+    window = (b.round_timeout or INF) - b.early_tolerance
+    starts = sorted((s.start, s.key) for s in spans)
+    for i, (t, _) in enumerate(starts):
+        together = [k for u, k in starts[i:] if u - t < window]
+        if len(together) > b.step_size:
+            workers = _list(dict.fromkeys(k[0] if isinstance(k, tuple) else k for k in together))
+            return Verdict.fail(
+                f"{len(together)} ProvisioningRequests started within one round from {_at(t)} "
+                f"on {workers} (step {b.step_size})",
+                **measured,
+            )
     return Verdict.ok(**measured)
 
 
@@ -1129,19 +1147,28 @@ def leader_failover(tl: Timeline, b: Bounds) -> Verdict:
     user; default the last dispatcher writer before tk), if the workload still needs a
     write (unplaced, an escalation or the first nomination outstanding) a dispatcher WRITE
     by another user follows by max(tk + handover_slack, due + escalation_slack). And no
-    two different dispatcher users WRITE the workload within conflict_window of each other,
-    except around the handover [tk - conflict_window, tk + handover_slack]."""
+    two different dispatcher users WRITE the workload within conflict_window of each other
+    (any outcome: a 409 is a write attempt too), except across the handover: the earlier
+    write at or after tk - conflict_window, the later one after tk - observation_skew and by
+    tk + handover_slack. Two writers both before the kill are two replicas writing at once,
+    however close to the kill (a scenario may kill right after the first write)."""
     if not b.dispatcher_users:
         return Verdict.unclear("dispatcher users unknown: replicas cannot be told apart")
     writes = [e for e in tl.where(Kind.WRITE) if e.data.get("user") in b.dispatcher_users]
     kill = _action(tl, "leader-killed")
-    window = (kill.t - b.conflict_window, kill.t + b.handover_slack) if kill else (INF, INF)
+
+    def handover(a: Event, c: Event) -> bool:
+        if kill is None:
+            return False
+        after = kill.t - b.observation_skew < c.t <= kill.t + b.handover_slack
+        return after and a.t >= kill.t - b.conflict_window
+
     problems = [
         f"conflicting writes by {a.data['user']} at {_at(a.t)} and {c.data['user']} at {_at(c.t)}"
         for a, c in pairwise(writes)
         if a.data["user"] != c.data["user"]
         and c.t - a.t <= b.conflict_window
-        and not (window[0] <= a.t <= window[1] or window[0] <= c.t <= window[1])
+        and not handover(a, c)
     ]
     if kill is None:
         return Verdict.fail(problems) if problems else Verdict.unclear("no leader-killed action")

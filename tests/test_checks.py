@@ -28,6 +28,7 @@ CLAIMS = {
     "ordering": "config",
 }
 B = Bounds.derive(CLAIMS, W4, dispatcher_users={"mkdc", "mkdc-a", "mkdc-b"})
+NO_PROV_CLAIM = B.with_scenario(max_concurrent_provisioning=None)
 
 
 def escalating(*batches: tuple[float, str], place: tuple[float, str] | None = None) -> Story:
@@ -270,6 +271,21 @@ CASES = [
         "t=2.0s",
     ),
     unclear("EXT-02", "none", Story().nominate(1, "w1")),
+    # EXT-02 without a maxConcurrentProvisioning claim: one new request per round
+    Case(
+        "EXT-02",
+        "cumulative-one-per-round",
+        Story().provreq(1, "w1").provreq(11.5, "w2").provreq(22, "w3"),
+        bounds=NO_PROV_CLAIM,
+    ),
+    fail(
+        "EXT-02",
+        "cumulative-two-in-one-round",
+        Story().provreq(1, "w1").provreq(3, "w2"),
+        "2 ProvisioningRequests started within one round",
+        "w1,w2",
+        bounds=NO_PROV_CLAIM,
+    ),
     # EXT-03 (stepSize 1, losers gone within 15s)
     Case(
         "EXT-03",
@@ -501,6 +517,29 @@ CASES = [
         bounds=HA,
     ),
     unclear("EXT-12", "no-kill", escalating((0.5, "w1")).write(0.5, "mkdc-a"), HA),
+    # both replicas write the first nomination; the scenario kills one right after: not a
+    # handover, two writers (found by the faulty dispatcher both-replicas-write)
+    fail(
+        "EXT-12",
+        "both-write-just-before-the-kill",
+        escalating((0.5, "w1"), (10.6, "w2"), place=(12, "w2"))
+        .write(0.5, "mkdc-a")
+        .write(0.51, "mkdc-b", code=409)
+        .action(1.2, "leader-killed", user="mkdc-b")
+        .write(10.6, "mkdc-a"),
+        "conflicting writes by mkdc-a at t=0.5s and mkdc-b at t=0.5s",
+        bounds=HA,
+    ),
+    Case(
+        "EXT-12",
+        "dying-leader-and-successor-across-the-kill",
+        escalating((0.5, "w1"), (10.6, "w2"), place=(12, "w2"))
+        .write(0.5, "mkdc-a")
+        .write(9.9, "mkdc-a")
+        .action(10, "leader-killed", user="mkdc-a")
+        .write(10.6, "mkdc-b"),
+        HA,
+    ),
 ]
 
 

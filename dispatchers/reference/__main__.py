@@ -14,7 +14,8 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from dispatchers.reference.settings import Settings, SettingsError, load_settings
 
@@ -45,7 +46,11 @@ def _setup_logging(level: str) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, controller_factory: Callable[..., Any] | None = None
+) -> int:
+    """``controller_factory(settings, kube, metrics, elector, stop)`` replaces ``Controller``
+    (the faulty dispatchers inject their one fault this way)."""
     args = list(sys.argv[1:] if argv is None else argv)
     explain_target = None
     if args and args[0] == "explain":
@@ -69,13 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(explain_workload(settings, explain_target))
             return 0
-        return _run(settings)
+        return _run(settings, controller_factory)
     except Forbidden as err:
         print(f"mkdc-reference-dispatcher: {err}", file=sys.stderr)
         return 2
 
 
-def _run(settings: Settings) -> int:
+def _run(settings: Settings, controller_factory: Callable[..., Any] | None = None) -> int:
     from dispatchers.reference.controller import Controller
     from dispatchers.reference.kube import Kube, connect
     from dispatchers.reference.leader import KubeLeaseStore, LeaderElector
@@ -94,7 +99,7 @@ def _run(settings: Settings) -> int:
         elector = LeaderElector(store, identity, settings.lease_duration)
     metrics = Metrics()
     metrics.serve(settings.metrics_port)
-    controller = Controller(settings, Kube(api), metrics, elector, stop)
+    controller = (controller_factory or Controller)(settings, Kube(api), metrics, elector, stop)
     log.info("starting", extra={"settings": {k: str(v) for k, v in vars(settings).items()}})
     threads = controller.start()
     while not stop.wait(1.0):

@@ -114,9 +114,11 @@ class Controller:
         elector: LeaderElector | None,
         stop: threading.Event,
         clock: Callable[[], float] = time.time,
+        planner: Callable[..., Plan] = plan,
     ) -> None:
         self.settings, self.kube, self.metrics = settings, kube, metrics
         self.elector, self.stop, self.clock = elector, stop, clock
+        self.planner = planner  # ``plan`` or a drop-in with its signature (faulty dispatchers)
         self.queue = WorkQueue()
         self.fatal: str | None = None
         self.informers = {
@@ -254,7 +256,8 @@ class Controller:
     def _reconcile(self, workload: Mapping[str, Any]) -> float | None:
         now = self.clock()
         snap = self.snapshot()
-        p = plan(now, workload, snap, self.settings, self.last_cluster.get(model.key_of(workload)))
+        last = self.last_cluster.get(model.key_of(workload))
+        p = self.planner(now, workload, snap, self.settings, last)
         if p.not_pending is not None or p.decision is None:
             log.debug("skipped", extra={"workload": p.key, "why": p.not_pending})
             return None

@@ -1,0 +1,340 @@
+"""Self-test of the suite: every faulty dispatcher must be rejected, by exactly its checks.
+
+``python -m harness.selftest [--quick] [--only FAULT,...] [--no-baselines]``
+
+A conformance suite is only as good as the dispatchers it rejects. For each faulty
+dispatcher (dispatchers/faulty/, profile ``faulty-<fault>``) this runs ``mkdc run`` on the
+checks it must fail (``kills``) plus a few it must pass (``controls``), reads report.yaml,
+and asserts that the kills failed, named in the report, and nothing else failed. Without
+``--quick`` the reference and the built-in dispatchers must fail none of the union of those
+checks. A fault that survives is a hole in a check (fix the check, not the dispatcher).
+
+The kill matrix (faulty dispatcher x check: killed / survived / —) is printed and written
+to ``reports/selftest/kill-matrix.md``. Exit 1 if any expectation does not hold, 2 if a run
+could not be made at all (bad profile, environment error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT_ROOT = Path("reports/selftest")
+MATRIX_FILE = "kill-matrix.md"
+MUST_FAIL_ANNOTATION = "mkdc.example/must-fail"  # faulty profiles repeat their kills here
+ANY = ("CORE-02", "CORE-05")  # judged on every scenario that runs: free controls
+QUICK = ("outside-config", "foreign-writer", "duplicate-names")  # fast scenarios, ~1 min each
+BASELINES = ("reference", "all-at-once", "incremental")
+
+# Checks no dispatcher can violate on its own, with why (so the table need not kill them).
+NOT_DISPATCHER_VIOLABLE: dict[str, str] = {
+    "CORE-05": "Kueue runs the Job once; a dispatcher could only cause a second copy by "
+    "nominating after placement, which CORE-03 already kills (writes-after-placement)",
+}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One self-test run: the profile, the checks it must fail, and checks it must pass."""
+
+    fault: str  # "" for a baseline (reference, built-in): must fail nothing
+    kills: tuple[str, ...]
+    controls: tuple[str, ...] = ANY
+    profile: str = ""
+
+    @property
+    def profile_name(self) -> str:
+        return self.profile or f"faulty-{self.fault}"
+
+    @property
+    def row(self) -> str:
+        return self.fault or self.profile_name
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.kills, *self.controls)))
+
+
+def _e(fault: str, kills: Sequence[str], *controls: str) -> tuple[str, Expectation]:
+    others = tuple(c for c in dict.fromkeys((*ANY, *controls)) if c not in kills)
+    return fault, Expectation(fault, tuple(kills), others)
+
+
+# fault -> the checks it must fail (and the scenario checks run beside them, which must pass).
+EXPECTED: dict[str, Expectation] = dict(
+    [
+        _e("outside-config", ["CORE-01"], "CORE-03"),
+        _e("duplicate-names", ["CORE-02"], "CORE-03"),
+        _e("writes-after-placement", ["CORE-03"], "CORE-08"),
+        _e("ignores-eviction", ["CORE-06"], "CORE-03"),
+        _e("ignores-config-change", ["CORE-07"], "CORE-03"),
+        _e("foreign-writer", ["CORE-08"], "CORE-03"),
+        _e("stalls-under-burst", ["CORE-09"]),
+        _e("big-step", ["EXT-01", "EXT-02", "EXT-03", "EXT-04"]),
+        _e("never-escalates", ["CORE-04", "EXT-05"], "CORE-03"),
+        _e("escalates-early", ["EXT-06", "EXT-08"], "EXT-05"),
+        _e("ignores-order", ["EXT-07"], "CORE-04"),
+        _e("ignores-cluster-timeouts", ["EXT-08"], "EXT-05", "EXT-06"),
+        _e("retries-failed-first", ["EXT-09"], "CORE-03"),
+        _e("nominates-inactive", ["EXT-10"], "CORE-03"),
+        _e("resets-on-restart", ["EXT-11"], "CORE-03"),
+        _e("both-replicas-write", ["EXT-12"], "CORE-03"),
+    ]
+)
+
+
+# --------------------------------------------------------------------------- judging
+
+
+@dataclass
+class Outcome:
+    """What one run showed: per check its result and message, the problems, the wall time."""
+
+    expectation: Expectation
+    results: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (result, msg)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str = ""  # the run itself failed (exit 2, no report)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.error
+
+
+def read_report(path: Path) -> dict[str, tuple[str, str]]:
+    """report.yaml -> {check id: (result, message)}; "not run" skips are left out."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    out = {}
+    for check in doc.get("checks") or []:
+        if check.get("result") == "skipped" and check.get("message") == "not run in this session":
+            continue
+        out[str(check["id"])] = (str(check["result"]), str(check.get("message") or ""))
+    return out
+
+
+def judge(
+    exp: Expectation, results: Mapping[str, tuple[str, str]], names: Mapping[str, str]
+) -> list[str]:
+    """Why the results break the expectation: a kill that did not fail (a hole, or no
+    scenario decided it), a failure without a message, any other check that failed."""
+    problems = []
+    for cid in exp.kills:
+        result, message = results.get(cid, ("absent", "no scenario decided it"))
+        if result == "passed":
+            problems.append(f"{cid} {names.get(cid, '')} survived: a hole in the check")
+        elif result != "failed":
+            problems.append(f"{cid} was not judged ({result}: {message or 'no reason'})")
+        elif not message:
+            problems.append(f"{cid} failed without saying why")
+    for cid, (result, message) in results.items():
+        if result == "failed" and cid not in exp.kills:
+            problems.append(f"{cid} {names.get(cid, '')} failed too: {message[:200]}")
+    return problems
+
+
+def cell(result: str | None) -> str:
+    """Matrix cell: failed -> killed, passed -> survived, anything else -> —."""
+    return {"failed": "killed", "passed": "survived"}.get(result or "", "—")
+
+
+def render_matrix(outcomes: Iterable[Outcome], columns: Sequence[str]) -> str:
+    """Markdown: one row per run, one column per check, then wall time and verdict."""
+    head = ["dispatcher", *columns, "wall", "verdict"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for o in outcomes:
+        cells = []
+        for cid in columns:
+            text = cell(o.results.get(cid, ("", ""))[0])
+            if cid in o.expectation.kills:
+                text = f"**{text}**"  # bold: this fault must kill this check
+            cells.append(text)
+        verdict = "ok" if o.ok else "; ".join([o.error] if o.error else o.problems)
+        row = [o.expectation.row, *cells, f"{o.seconds:.0f}s", verdict.replace("|", "/")]
+        lines.append("| " + " | ".join(row) + " |")
+    legend = (
+        "\nBold: a check the dispatcher must fail. killed = failed, survived = passed, "
+        "— = not run, skipped or not supported.\n"
+    )
+    return "\n".join(lines) + "\n" + legend
+
+
+# --------------------------------------------------------------------------- running
+
+
+def mkdc_command() -> list[str]:
+    exe = Path(sys.executable).with_name("mkdc")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "harness.cli"]
+
+
+def run_one(
+    exp: Expectation,
+    report_root: Path,
+    names: Mapping[str, str],
+    extra: Sequence[str] = (),
+    runner: Callable[[list[str]], int] | None = None,
+    profile_dir: Path | None = None,
+) -> Outcome:
+    """``mkdc run`` for one expectation, then judge its report. ``profile_dir``: take
+    ``<profile>.yaml`` from there instead of the built-in profiles (e.g. edited copies)."""
+    report_dir = report_root / exp.profile_name
+    profile = str(profile_dir / f"{exp.profile_name}.yaml") if profile_dir else exp.profile_name
+    argv = [
+        *mkdc_command(),
+        "run",
+        "--profile",
+        profile,
+        "--checks",
+        ",".join(exp.checks),
+        "--report-dir",
+        str(report_dir),
+        *extra,
+    ]
+    print(f"selftest: {' '.join(argv[1:])}", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    code = (runner or _call)(argv)
+    outcome = Outcome(exp, seconds=time.monotonic() - started)
+    report = report_dir / "report.yaml"
+    if code not in (0, 1) or not report.exists():
+        outcome.error = f"mkdc run exited {code} without a report ({report})"
+        return outcome
+    outcome.results = read_report(report)
+    outcome.problems = judge(exp, outcome.results, names)
+    return outcome
+
+
+def _call(argv: list[str]) -> int:
+    return subprocess.run(argv, cwd=ROOT, check=False).returncode
+
+
+def plan_runs(
+    quick: bool, only: Sequence[str] = (), baselines: Sequence[str] = BASELINES
+) -> list[Expectation]:
+    """Expectations to run: --only, else the quick subset or all; baselines unless quick."""
+    unknown = [f for f in only if f not in EXPECTED]
+    if unknown:
+        raise SystemExit(f"selftest: unknown fault(s) {', '.join(unknown)} (see --list)")
+    faults = list(only) or list(QUICK if quick else EXPECTED)
+    runs = [EXPECTED[f] for f in faults]
+    if not quick:
+        union = tuple(dict.fromkeys(c for e in runs for c in e.checks))
+        runs += [Expectation("", (), union, profile=b) for b in baselines]
+    return runs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m harness.selftest", description=__doc__)
+    p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}; no baselines")
+    p.add_argument("--only", help="these faults (comma separated)")
+    p.add_argument("--no-baselines", action="store_true", help="skip reference and built-ins")
+    p.add_argument("--report-root", type=Path, default=REPORT_ROOT)
+    p.add_argument("--profile-dir", type=Path, help="profiles from here, not the built-in ones")
+    p.add_argument("--list", action="store_true", help="print the expectation table and exit")
+    p.add_argument("--write-profiles", action="store_true", help="regenerate faulty-*.yaml")
+    p.add_argument("mkdc_args", nargs="*", help="passed to mkdc run (after --), e.g. -n 1")
+    args = p.parse_args(argv)
+    from suites.checks import CATALOGUE
+
+    names = {cid: c.name for cid, c in CATALOGUE.items()}
+    if args.write_profiles:
+        for path in write_profiles():
+            print(path.relative_to(ROOT))
+        return 0
+    if args.list:
+        for e in EXPECTED.values():
+            print(f"{e.fault:26} kills {','.join(e.kills):30} controls {','.join(e.controls)}")
+        return 0
+    only = [f.strip() for f in (args.only or "").split(",") if f.strip()]
+    runs = plan_runs(args.quick, only, () if args.no_baselines else BASELINES)
+    if args.report_root.exists() and not only:
+        shutil.rmtree(args.report_root)
+    args.report_root.mkdir(parents=True, exist_ok=True)
+    outcomes = []
+    for exp in runs:
+        outcome = run_one(exp, args.report_root, names, args.mkdc_args, None, args.profile_dir)
+        outcomes.append(outcome)
+        state = "ok" if outcome.ok else "NOT OK: " + "; ".join(outcome.problems or [outcome.error])
+        print(f"selftest: {exp.row}: {state} ({outcome.seconds:.0f}s)", file=sys.stderr)
+    columns = [c for c in CATALOGUE if any(c in o.results for o in outcomes)]
+    matrix = render_matrix(outcomes, columns)
+    print(matrix)
+    (args.report_root / MATRIX_FILE).write_text(matrix, encoding="utf-8")
+    if any(o.error for o in outcomes):
+        return 2 if all(o.error for o in outcomes) else 1
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+def expected_table() -> dict[str, tuple[str, ...]]:
+    """fault -> the check IDs it must fail (the data the profiles' annotations repeat)."""
+    return {fault: e.kills for fault, e in EXPECTED.items()}
+
+
+def faulty_profile(fault: str) -> str:
+    """The profile text of ``faulty-<fault>``: the reference's (reference-ha's for a fault
+    that needs two replicas) with the faulty module, its name and its must-fail checks.
+    It claims exactly what the reference claims: the point is that those claims are false."""
+    from dispatchers.faulty.faults import FAULTS
+
+    f = FAULTS[fault]
+    base = "reference-ha" if f.replicas > 1 else "reference"
+    doc = yaml.safe_load((ROOT / "dispatchers" / "profiles" / f"{base}.yaml").read_text())
+    doc["metadata"] = {
+        "name": f"faulty-{fault}",
+        "annotations": {MUST_FAIL_ANNOTATION: ",".join(EXPECTED[fault].kills)},
+    }
+    spec = doc["spec"]
+    spec["dispatcherName"] = f"mkdc.example/faulty-{fault}"
+    spec["implementation"] = {**spec["implementation"], "project": f"mkdc faulty: {fault}"}
+    command = list(spec["run"]["command"])
+    at = command.index("dispatchers.reference")
+    spec["run"]["command"] = [*command[:at], "dispatchers.faulty", "--fault", fault,
+                              *command[at + 1 :]]  # fmt: skip
+    source = f.planner if f.controller.__doc__ is None or f.replicas == 1 else f.controller
+    why = " ".join((source.__doc__ or f.breaks).split())
+    header = [
+        f"# Faulty dispatcher {fault!r} (dispatchers/faulty/): the {base} dispatcher",
+        f"# with one promise broken: {f.breaks}.",
+        *_wrap(why, "# "),
+        f"# It claims what {base}.yaml claims, falsely: the suite must fail it on",
+        f"# {', '.join(EXPECTED[fault].kills)} (also in metadata.annotations; the data lives in",
+        "# harness/selftest.py EXPECTED). Regenerated by `python -m harness.selftest",
+        "# --write-profiles` when the reference profile changes.",
+    ]
+    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
+    return "\n".join(header) + "\n" + body
+
+
+def _wrap(text: str, prefix: str, width: int = 92) -> list[str]:
+    import textwrap
+
+    return [prefix + line for line in textwrap.wrap(text, width)]
+
+
+def write_profiles(faults: Iterable[str] = ()) -> list[Path]:
+    """(Re)write dispatchers/profiles/faulty-*.yaml from the reference profiles."""
+    out = []
+    for fault in list(faults) or list(EXPECTED):
+        path = ROOT / "dispatchers" / "profiles" / f"faulty-{fault}.yaml"
+        path.write_text(faulty_profile(fault), encoding="utf-8")
+        out.append(path)
+    return out
+
+
+def declared_kills(profile: Mapping[str, Any]) -> tuple[str, ...]:
+    """The must-fail IDs a faulty profile declares in metadata.annotations."""
+    annotations = (profile.get("metadata") or {}).get("annotations") or {}
+    raw = str(annotations.get(MUST_FAIL_ANNOTATION, ""))
+    return tuple(i.strip() for i in raw.split(",") if i.strip())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

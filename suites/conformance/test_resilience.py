@@ -1,0 +1,61 @@
+"""Resilience: inactive clusters, a dispatcher restart, a leader failover."""
+
+from __future__ import annotations
+
+import pytest
+
+from suites.expectations import conforms, placement_timeout, round_timeout, skip_if_slow
+
+
+@pytest.mark.checks("EXT-10")
+def test_skips_inactive_clusters(scenario):
+    """The first worker's cluster is inactive; the next one is nominated without losing a round."""
+    first, second, third = [w.name for w in scenario.ctx.env.workers][:3]
+    scenario.with_workers([first, second, third], capacity={second: 1})
+    scenario.make_inactive(first)
+    target = scenario.cluster(second)
+    workload = scenario.submit("job")
+    scenario.wait_placed(workload, timeout=placement_timeout(scenario, scenario.cluster(first)))
+    conforms(scenario, expected_cluster=target)
+
+
+@pytest.mark.exclusive
+@pytest.mark.checks("EXT-11")
+def test_restart_resilience(scenario):
+    """The dispatcher is SIGKILLed halfway through a round and restarted."""
+    workers = [w.name for w in scenario.ctx.env.workers][:3]
+    scenario.with_workers(workers, capacity={workers[2]: 1})
+    target = scenario.cluster(workers[2])
+    skip_if_slow(scenario, placement_timeout(scenario, target))
+    workload = scenario.submit("job")
+    scenario.wait_until(
+        "a first nomination", lambda tl: tl.of(workload).where_nominated(), timeout=30
+    )
+    scenario.observe(round_timeout(scenario) / 2)
+    scenario.kill_dispatcher(0)
+    scenario.observe(2)
+    scenario.restart_dispatcher(0)
+    scenario.wait_placed(workload, timeout=placement_timeout(scenario, target, extra=5))
+    conforms(scenario, expected_cluster=target)
+
+
+@pytest.mark.exclusive
+@pytest.mark.checks("EXT-12")
+def test_leader_failover(scenario):
+    """Two replicas; the one that writes (the leader) is killed mid-round; the other takes over."""
+    workers = [w.name for w in scenario.ctx.env.workers][:3]
+    scenario.with_workers(workers, capacity={workers[2]: 1})
+    workload = scenario.submit("job")
+    tl = scenario.wait_until(
+        "a first nomination", lambda tl: tl.of(workload).where_writes(), timeout=30
+    )
+    leader = tl.of(workload).where_writes()[-1].data["user"]
+    replica = int(leader.rsplit("-", 1)[1])
+    scenario.kill_dispatcher(replica, what="leader-killed", user=leader)
+    try:
+        scenario.wait_placed(
+            workload, timeout=placement_timeout(scenario, scenario.cluster(workers[2]), 30)
+        )
+    finally:
+        scenario.restart_dispatcher(replica)
+    conforms(scenario)

@@ -1,0 +1,211 @@
+"""Each faulty dispatcher breaks its one rule, and only that, with an injected clock."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from dispatchers.faulty.__main__ import factory, main, split_fault
+from dispatchers.faulty.faults import FAULTS, OUTSIDE, IgnoresLeader
+from dispatchers.reference.controller import Controller, plan
+from dispatchers.reference.metrics import Metrics
+from dispatchers.reference.settings import Settings
+from tests.test_reference_fixtures import cond, snapshot, workload
+
+NOW = 1_800_000_000.0
+S = Settings(round_timeout=10.0, mode="exclusive")
+KEY = S.cluster_timeout_annotation
+
+
+def decide(fault: str, now: float, wl: dict[str, Any], snap: Any = None, **kw: Any) -> list[str]:
+    """Nominees the fault's planner decides (a fresh planner unless one is passed)."""
+    planner = kw.pop("planner", None) or FAULTS[fault].planner()
+    p = planner(now, wl, snap or snapshot(), S, None)
+    assert p.decision is not None, p.not_pending
+    return p.decision.nominees
+
+
+def persisted(fault: str, now: float, wl: dict[str, Any], snap: Any = None, planner=None):
+    """Run one decision and persist its state on ``wl`` as the controller would."""
+    planner = planner or FAULTS[fault].planner()
+    p = planner(now, wl, snap or snapshot(), S, None)
+    assert p.decision is not None
+    wl = copy.deepcopy(wl)
+    wl["metadata"]["annotations"][S.state_annotation] = p.decision.state.to_json()
+    wl["status"]["nominatedClusterNames"] = p.decision.nominees
+    return wl, p
+
+
+def reference(now: float, wl: dict[str, Any], snap: Any = None) -> list[str]:
+    p = plan(now, wl, snap or snapshot(), S)
+    assert p.decision is not None
+    return p.decision.nominees
+
+
+def with_cluster_annotation(name: str, value: str) -> Any:
+    snap = snapshot()
+    snap["multikueueclusters"][name]["metadata"]["annotations"] = {KEY: value}
+    return snap
+
+
+def test_outside_config_adds_a_cluster_the_config_does_not_list() -> None:
+    snap = snapshot(multikueueclusters={"other": {"metadata": {"name": "other"}, "status": {}}})
+    assert decide("outside-config", NOW, workload(), snap) == ["w1", "other"]
+    assert decide("outside-config", NOW, workload()) == ["w1", OUTSIDE]
+
+
+def test_duplicate_names_repeats_the_first_nominee() -> None:
+    assert decide("duplicate-names", NOW, workload()) == ["w1", "w1"]
+
+
+def test_writes_after_placement_rewrites_once_after_a_delay() -> None:
+    planner = FAULTS["writes-after-placement"].planner()
+    wl, _ = persisted("writes-after-placement", NOW, workload(), planner=planner)
+    placed = copy.deepcopy(wl)
+    placed["status"]["clusterName"] = "w1"
+    placed["status"]["nominatedClusterNames"] = []
+    assert plan(NOW + 1, placed, snapshot(), S).decision is None  # the reference leaves it
+    waiting = planner(NOW + 1, placed, snapshot(), S, None)
+    assert waiting.decision is not None and waiting.decision.nominees == []
+    assert waiting.decision.requeue_after == pytest.approx(2.0)
+    late = planner(NOW + 3.5, placed, snapshot(), S, None)
+    assert late.decision is not None and late.decision.nominees == ["w1"]
+    assert planner(NOW + 9, placed, snapshot(), S, None).decision is None  # only once
+
+
+def test_ignores_eviction_leaves_an_evicted_workload_alone() -> None:
+    msg = 'Previously: Workload evicted on worker cluster: "w1"'
+    evicted = workload()
+    evicted["status"]["conditions"].append(cond("Evicted", "False", "Preempted", msg))
+    assert reference(NOW, evicted) == ["w2"]  # the reference moves on past w1
+    p = FAULTS["ignores-eviction"].planner()(NOW, evicted, snapshot(), S, None)
+    assert p.decision is None and "FAULT" in (p.not_pending or "")
+    assert decide("ignores-eviction", NOW, workload()) == ["w1"]  # otherwise as reference
+
+
+def test_ignores_config_change_keeps_the_first_cluster_list() -> None:
+    planner = FAULTS["ignores-config-change"].planner()
+    grown = snapshot(multikueueclusters={"w4": snapshot()["multikueueclusters"]["w1"]})
+    grown["multikueueconfigs"]["cfg"]["spec"]["clusters"] = ["w4"]
+    assert reference(NOW, workload(), grown) == ["w4"]
+    assert decide("x", NOW, workload(), snapshot(), planner=planner) == ["w1"]
+    assert decide("x", NOW, workload(), grown, planner=planner) == ["w1"]
+
+
+def test_foreign_writer_writes_state_on_a_plain_queue_workload() -> None:
+    foreign = workload(admission={"clusterQueue": "plain"})
+    assert plan(NOW, foreign, snapshot(), S).decision is None
+    p = FAULTS["foreign-writer"].planner()(NOW, foreign, snapshot(), S, None)
+    assert p.decision is not None and p.decision.nominees == []  # an annotation write only
+    assert decide("foreign-writer", NOW, workload()) == ["w1"]
+
+
+def test_stalls_under_burst_sleeps_once_per_workload_one_at_a_time() -> None:
+    clock = {"t": NOW}
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock["t"] += seconds
+
+    from dispatchers.faulty.faults import stalls_under_burst
+
+    planner = stalls_under_burst(2.0, sleep, lambda: clock["t"])
+    for name in ("a", "b", "c"):
+        p = planner(clock["t"], workload(name), snapshot(), S, None)
+        assert p.decision is not None and p.decision.state.round_start == clock["t"]
+    planner(clock["t"], workload("a"), snapshot(), S, None)
+    assert slept == [2.0, 2.0, 2.0] and clock["t"] == NOW + 6
+
+
+def test_big_step_nominates_every_cluster_at_once() -> None:
+    assert reference(NOW, workload()) == ["w1"]
+    assert decide("big-step", NOW, workload()) == ["w1", "w2", "w3"]
+
+
+def test_never_escalates_ignores_every_timeout() -> None:
+    planner = FAULTS["never-escalates"].planner()
+    wl, _ = persisted("x", NOW, workload(), planner=planner)
+    snap = with_cluster_annotation("w1", "2s")
+    assert reference(NOW + 60, wl, snap) == ["w2"]
+    assert decide("x", NOW + 3600, wl, snap, planner=planner) == ["w1"]
+
+
+def test_escalates_early_at_a_quarter_of_every_timeout() -> None:
+    wl, _ = persisted("escalates-early", NOW, workload())
+    assert reference(NOW + 3, wl) == ["w1"]
+    assert decide("escalates-early", NOW + 2.4, wl) == ["w1"]
+    assert decide("escalates-early", NOW + 2.5, wl) == ["w2"]
+    snap = with_cluster_annotation("w1", "20s")
+    wl, _ = persisted("escalates-early", NOW, workload(), snap)
+    assert decide("escalates-early", NOW + 4.9, wl, snap) == ["w1"]
+    assert decide("escalates-early", NOW + 5, wl, snap) == ["w2"]
+
+
+def test_ignores_order_starts_from_the_end_and_drops_tiers() -> None:
+    assert decide("ignores-order", NOW, workload()) == ["w3"]
+    snap = snapshot()
+    snap["multikueueclusters"]["w3"]["metadata"]["labels"] = {S.tier_label: "1"}
+    assert reference(NOW, workload(), snap) == ["w1"]
+    assert decide("ignores-order", NOW, workload(), snap) == ["w3"]
+
+
+def test_ignores_cluster_timeouts_uses_the_global_one() -> None:
+    snap = with_cluster_annotation("w1", "20s")
+    wl, _ = persisted("ignores-cluster-timeouts", NOW, workload(), snap)
+    assert reference(NOW + 10, wl, snap) == ["w1"]
+    assert decide("ignores-cluster-timeouts", NOW + 10, wl, snap) == ["w2"]
+
+
+def test_retries_failed_first_renominates_the_failed_cluster() -> None:
+    wl, _ = persisted("retries-failed-first", NOW, workload())
+    msg = 'Previously: Workload evicted on worker cluster: "w1"'
+    wl["status"]["conditions"].append(cond("Evicted", "False", "Failed", msg))
+    wl["status"]["nominatedClusterNames"] = []  # Kueue cleared them on eviction
+    assert reference(NOW + 2, wl) == ["w2"]
+    assert decide("retries-failed-first", NOW + 2, wl) == ["w1"]
+
+
+def test_nominates_inactive_takes_every_cluster_for_active() -> None:
+    snap = snapshot()
+    snap["multikueueclusters"]["w1"]["status"]["conditions"][0]["status"] = "False"
+    assert reference(NOW, workload(), snap) == ["w2"]
+    assert decide("nominates-inactive", NOW, workload(), snap) == ["w1"]
+
+
+def test_resets_on_restart_never_reads_the_persisted_round() -> None:
+    before = FAULTS["resets-on-restart"].planner()
+    wl, _ = persisted("x", NOW, workload(), planner=before)
+    assert decide("x", NOW + 10, wl, planner=before) == ["w2"]  # escalates in one process
+    assert reference(NOW + 10, wl) == ["w2"]  # the reference resumes after a restart
+    after = FAULTS["resets-on-restart"].planner()  # a restarted process
+    wl2, p = persisted("x", NOW + 10, wl, planner=after)
+    assert p.decision.nominees == ["w1"] and p.decision.state.round_start == NOW + 10
+    assert json.loads(wl2["metadata"]["annotations"][S.state_annotation])["round"] == 1
+
+
+def test_both_replicas_write_ignores_leadership() -> None:
+    elector: Any = type("Elector", (), {"is_leader": False})()
+    make = factory(FAULTS["both-replicas-write"])
+    ctl = make(S, object(), Metrics(), elector, threading.Event())
+    assert isinstance(ctl, IgnoresLeader) and ctl.may_write()
+    standby = Controller(S, object(), Metrics(), elector, threading.Event())  # type: ignore[arg-type]
+    assert not standby.may_write()
+
+
+def test_every_fault_builds_a_planner_and_runs_one_decision() -> None:
+    for name, fault in FAULTS.items():
+        p = fault.planner()(NOW, workload(), snapshot(), S, None)
+        assert p.decision is not None and p.decision.nominees, name
+
+
+def test_cli_splits_the_fault_and_rejects_unknown_ones(capsys: pytest.CaptureFixture) -> None:
+    assert split_fault(["--fault", "big-step", "--step", "1"]) == ("big-step", ["--step", "1"])
+    assert split_fault(["--fault=big-step"]) == ("big-step", [])
+    assert main(["--fault", "nope"]) == 2
+    assert "not a fault" in capsys.readouterr().err
+    assert main(["--fault", "big-step", "--write-mode", "update"]) == 2  # reference's checks
