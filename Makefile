@@ -7,7 +7,7 @@ PROFILE ?= reference
 PROVIDER ?= local
 REPORT_DIR ?= reports/$(PROFILE)
 
-.PHONY: setup bins doctor test unit e2e lint bench-up clean
+.PHONY: setup bins doctor test unit e2e lint bench-up bench-dispatcher compare selftest clean
 
 setup: $(VENV)/.installed
 
@@ -39,6 +39,16 @@ e2e: bins
 
 bench-up: bins
 	$(BIN)/python -m harness.bench_up
+
+# Scorecards of the built-in dispatchers and the reference, side by side.
+COMPARE_PROFILES ?= all-at-once incremental reference
+compare: bins
+	for p in $(COMPARE_PROFILES); do $(MKDC) run --profile $$p --report-dir reports/$$p || true; done
+	$(BIN)/python -m harness.compare $(addprefix reports/,$(COMPARE_PROFILES))
+
+# Every faulty dispatcher must be rejected with the expected check IDs.
+selftest: bins
+	$(BIN)/python -m harness.selftest
 
 clean:
 	-$(MKDC) down

@@ -27,7 +27,10 @@ CLAIMS = {
     "maxConcurrentProvisioning": 1,
     "ordering": "config",
 }
-B = Bounds.derive(CLAIMS, W4, dispatcher_users={"mkdc", "mkdc-a", "mkdc-b"})
+# the stories below were written for a 30 s placement slack
+B = Bounds.derive(
+    CLAIMS, W4, {"placement_slack": 30}, dispatcher_users={"mkdc", "mkdc-a", "mkdc-b"}
+)
 NO_PROV_CLAIM = B.with_scenario(max_concurrent_provisioning=None)
 
 
@@ -179,7 +182,7 @@ CASES = [
         "CORE-06",
         "never",
         Story().place(5, "w1").action(20, "evict").place(21, "").mark(200),
-        "evicted at t=20.0s",
+        "evicted at t=21.0s",  # when the manager learnt of it, not the harness's action
         "never placed",
     ),
     unclear("CORE-06", "no-eviction", Story().place(5, "w1")),
@@ -700,7 +703,7 @@ def test_escalation_delay_follows_order_step_and_overrides() -> None:
     assert OVERRIDE.escalation_delay("w3") == 25  # w1's round lasts 20s, w2's 5s
     assert B.with_scenario(ordering="none").escalation_delay("w1") == 30
     assert B.with_scenario(round_timeout=None).escalation_delay("w4") == 0
-    assert TO_W4.placement_bound("w4") == 30 + DEFAULT_SLACKS["placement_slack"]
+    assert TO_W4.placement_bound("w4") == 30 + TO_W4.placement_slack
 
 
 # --------------------------------------------------------------------------- helpers

@@ -14,7 +14,8 @@ def test_burst_liveness(scenario):
     """100 workloads at once, with capacity for all of them on every worker."""
     workers = [w.name for w in scenario.ctx.env.workers]
     scenario.with_workers(workers, capacity={w: BURST for w in workers})
-    keys = scenario.submit_many("burst", BURST, run_for="1s")
+    # long enough that Kueue records the placement before the Job finishes
+    keys = scenario.submit_many("burst", BURST, run_for="30s")
     timeout = placement_timeout(scenario) + bounds(scenario).burst_slack
     scenario.wait_until(
         f"all {BURST} placed",

@@ -1,0 +1,32 @@
+"""`mkdc run` end to end: the reference dispatcher conforms, and the report verifies.
+
+This is the quick e2e subset of `make test`: the whole session (environment,
+dispatcher identity and process, recorder, scenarios in parallel, report), run as a
+user runs it, on checks whose scenarios take seconds with the reference's 10 s rounds.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from harness.report import verify_report
+
+QUICK = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07"
+
+
+@pytest.mark.e2e
+def test_reference_conforms_on_the_quick_checks(selected_versions, tmp_path) -> None:
+    report_dir = tmp_path / "report"
+    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", "reference"]
+    argv += ["--checks", QUICK, "--report-dir", str(report_dir), "-n", "2"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = yaml.safe_load((report_dir / "report.yaml").read_text())
+    results = {c["id"]: c["result"] for c in report["checks"]}
+    assert {results[c] for c in QUICK.split(",")} == {"passed"}, results
+    assert verify_report(report_dir / "report.yaml") == []
+    assert (report_dir / "junit.xml").exists() and (report_dir / "report.html").exists()
