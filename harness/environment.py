@@ -36,7 +36,7 @@ class Cluster:
         return kube.dynamic_client(self.api)
 
     def resource(self, api_version: str, kind: str) -> Any:
-        return self.dyn.resources.get(api_version=api_version, kind=kind)
+        return kube.resource(self.dyn, api_version, kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {

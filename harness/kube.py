@@ -11,6 +11,7 @@ import urllib3
 import yaml
 from kubernetes import client, config, dynamic
 from kubernetes.client.rest import ApiException
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from tenacity import (
     RetryError,
     Retrying,
@@ -80,11 +81,28 @@ def load_documents(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
+def resource(dyn: dynamic.DynamicClient, api_version: str, kind: str) -> Any:
+    """The dynamic resource for a kind, waiting while discovery catches up.
+
+    Right after CRDs are installed, discovery can list a group version whose resources
+    are not served yet (404): drop the cached discovery and ask again.
+    """
+
+    def find() -> Any:
+        try:
+            return dyn.resources.get(api_version=api_version, kind=kind)
+        except (ResourceNotFoundError, NotFoundError) as exc:
+            dyn.resources.invalidate_cache()
+            raise NotYet(f"{kind} {api_version} not served yet") from exc
+
+    return wait_for(f"the API to serve {kind} {api_version}", find, timeout=30, retry_on=(NotYet,))
+
+
 def apply(dyn: dynamic.DynamicClient, doc: dict[str, Any], *, manager: str = FIELD_MANAGER) -> Any:
     """Server-side apply one object (created or updated), forcing our field ownership."""
-    resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+    res = resource(dyn, doc["apiVersion"], doc["kind"])
     namespace = doc.get("metadata", {}).get("namespace")
-    return resource.server_side_apply(
+    return res.server_side_apply(
         body=doc, namespace=namespace, field_manager=manager, force_conflicts=True
     )
 
@@ -97,9 +115,8 @@ def apply_all(dyn: dynamic.DynamicClient, docs: Iterable[dict[str, Any]]) -> Non
 def delete(
     dyn: dynamic.DynamicClient, api_version: str, kind: str, name: str, namespace: str | None = None
 ) -> None:
-    resource = dyn.resources.get(api_version=api_version, kind=kind)
     try:
-        resource.delete(name=name, namespace=namespace)
+        resource(dyn, api_version, kind).delete(name=name, namespace=namespace)
     except ApiException as exc:
         if exc.status != 404:
             raise

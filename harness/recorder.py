@@ -409,8 +409,11 @@ class Recorder:
                             return
             except _Expired:
                 continue
+            except TimeoutError:  # the kind is not served here (e.g. a CRD not installed)
+                self._synced.add(f"{w.cluster.name}/{w.kind}")
+                self._stop.wait(2)
             except ApiException as exc:
-                if exc.status == 404:  # e.g. a CRD not installed on this cluster
+                if exc.status == 404:
                     self._synced.add(f"{w.cluster.name}/{w.kind}")
                     self._stop.wait(2)
                     continue

@@ -212,6 +212,23 @@ def run_one(
     return outcome
 
 
+def earlier_outcomes(
+    report_root: Path, names: Mapping[str, str], skip: Iterable[str] = ()
+) -> list[Outcome]:
+    """Outcomes judged from reports an earlier selftest left under ``report_root``."""
+    out = []
+    for exp in EXPECTED.values():
+        report = report_root / exp.profile_name / "report.yaml"
+        if exp.profile_name in set(skip) or not report.exists():
+            continue
+        outcome = Outcome(exp, read_report(report))
+        outcome.problems = judge(exp, outcome.results, names)
+        doc = yaml.safe_load(report.read_text(encoding="utf-8")) or {}
+        outcome.seconds = float((doc.get("environment") or {}).get("wallSeconds") or 0.0)
+        out.append(outcome)
+    return out
+
+
 def _call(argv: list[str]) -> int:
     return subprocess.run(argv, cwd=ROOT, check=False).returncode
 
@@ -239,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--report-root", type=Path, default=REPORT_ROOT)
     p.add_argument("--profile-dir", type=Path, help="profiles from here, not the built-in ones")
     p.add_argument("--list", action="store_true", help="print the expectation table and exit")
+    p.add_argument("--matrix", action="store_true", help="no runs: matrix of existing reports")
     p.add_argument("--write-profiles", action="store_true", help="regenerate faulty-*.yaml")
     p.add_argument("mkdc_args", nargs="*", help="passed to mkdc run (after --), e.g. -n 1")
     args = p.parse_args(argv)
@@ -255,7 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     only = [f.strip() for f in (args.only or "").split(",") if f.strip()]
     runs = plan_runs(args.quick, only, () if args.no_baselines else BASELINES)
-    if args.report_root.exists() and not only:
+    if args.matrix:
+        runs = []
+    elif args.report_root.exists() and not only:
         shutil.rmtree(args.report_root)
     args.report_root.mkdir(parents=True, exist_ok=True)
     outcomes = []
@@ -264,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         outcomes.append(outcome)
         state = "ok" if outcome.ok else "NOT OK: " + "; ".join(outcome.problems or [outcome.error])
         print(f"selftest: {exp.row}: {state} ({outcome.seconds:.0f}s)", file=sys.stderr)
+    ran = {o.expectation.profile_name for o in outcomes}
+    outcomes += earlier_outcomes(args.report_root, names, ran)  # --only: keep the other rows
     columns = [c for c in CATALOGUE if any(c in o.results for o in outcomes)]
     matrix = render_matrix(outcomes, columns)
     print(matrix)

@@ -1150,17 +1150,20 @@ def leader_failover(tl: Timeline, b: Bounds) -> Verdict:
     write (unplaced, an escalation or the first nomination outstanding) a dispatcher WRITE
     by another user follows by max(tk + handover_slack, due + escalation_slack). And no
     two different dispatcher users WRITE the workload within conflict_window of each other
-    (any outcome: a 409 is a write attempt too), except across the handover: the earlier
-    write at or after tk - conflict_window, the later one after tk - observation_skew and by
-    tk + handover_slack. Two writers both before the kill are two replicas writing at once,
-    however close to the kill (a scenario may kill right after the first write)."""
+    (any outcome: a 409 is a write attempt too), except the handover itself: the killed
+    leader's write (from tk - conflict_window) followed by another user's after
+    tk - observation_skew (by tk + handover_slack). A standby cannot hold the lease before
+    the leader dies, so another user's write before the killed leader's last one, however
+    close to the kill, is two replicas writing at once."""
     if not b.dispatcher_users:
         return Verdict.unclear("dispatcher users unknown: replicas cannot be told apart")
     writes = [e for e in tl.where(Kind.WRITE) if e.data.get("user") in b.dispatcher_users]
     kill = _action(tl, "leader-killed")
+    before = [w for w in writes if kill and w.t <= kill.t]
+    old = (kill.data.get("user") if kill else None) or (before[-1].data["user"] if before else None)
 
     def handover(a: Event, c: Event) -> bool:
-        if kill is None:
+        if kill is None or a.data["user"] != old or c.data["user"] == old:
             return False
         after = kill.t - b.observation_skew < c.t <= kill.t + b.handover_slack
         return after and a.t >= kill.t - b.conflict_window

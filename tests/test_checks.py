@@ -533,6 +533,18 @@ CASES = [
         "conflicting writes by mkdc-a at t=0.5s and mkdc-b at t=0.5s",
         bounds=HA,
     ),
+    fail(
+        "EXT-12",
+        "standby-wrote-first-then-leader-killed",  # as recorded for both-replicas-write
+        escalating((0.41, "w1"), (10.4, "w2"), place=(12, "w2"))
+        .write(0.34, "mkdc-b")
+        .write(0.35, "mkdc-a", code=409)
+        .write(0.37, "mkdc-b")
+        .action(0.67, "leader-killed", user="mkdc-a")
+        .write(10.34, "mkdc-b"),
+        "conflicting writes by mkdc-b at t=0.3s and mkdc-a at t=0.3s",
+        bounds=HA,
+    ),
     Case(
         "EXT-12",
         "dying-leader-and-successor-across-the-kill",

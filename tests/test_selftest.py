@@ -138,5 +138,8 @@ def test_run_one_runs_mkdc_with_the_checks_and_judges_the_report(tmp_path: Path)
     assert argv[-2:] == ["-n", "1"]
     broken = run_one(EXPECTED["big-step"], tmp_path / "x", NAMES, (), lambda argv: 2)
     assert not broken.ok and "exited 2" in broken.error
+    earlier = selftest.earlier_outcomes(tmp_path, NAMES)
+    assert [o.expectation.fault for o in earlier] == ["outside-config"] and earlier[0].ok
+    assert selftest.earlier_outcomes(tmp_path, NAMES, ["faulty-outside-config"]) == []
     run_one(EXPECTED["outside-config"], tmp_path / "y", NAMES, (), runner, Path("/p"))
     assert seen[-1][seen[-1].index("--profile") + 1] == "/p/faulty-outside-config.yaml"
