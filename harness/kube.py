@@ -107,6 +107,18 @@ def apply(dyn: dynamic.DynamicClient, doc: dict[str, Any], *, manager: str = FIE
     )
 
 
+def create_if_absent(dyn: dynamic.DynamicClient, doc: dict[str, Any]) -> bool:
+    """Create the object unless one of that name exists (which is then left untouched)."""
+    res = resource(dyn, doc["apiVersion"], doc["kind"])
+    try:
+        res.create(body=doc, namespace=doc.get("metadata", {}).get("namespace"))
+    except ApiException as exc:
+        if exc.status == 409:
+            return False
+        raise
+    return True
+
+
 def apply_all(dyn: dynamic.DynamicClient, docs: Iterable[dict[str, Any]]) -> None:
     for doc in docs:
         apply(dyn, doc)

@@ -108,10 +108,10 @@ def run(opts: Options) -> int:
         run_id = inventory.new_run_id()
         stack.callback(lambda: _purge(env, run_id))
         shape = scenario.Shape.of(profile)
+        # cluster-scoped objects every scenario uses; ones that already exist stay untouched
         for cluster in env.clusters:
-            kube.apply_all(
-                cluster.dyn, [inventory.label(d, run_id) for d in scenario.shared_documents(shape)]
-            )
+            for doc in scenario.shared_documents(shape):
+                kube.create_if_absent(cluster.dyn, inventory.label(doc, run_id))
         users: frozenset[str] = frozenset()
         runner = None
         if profile.run is not None:

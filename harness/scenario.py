@@ -287,22 +287,38 @@ class Scenario:
     # ---------------------------------------------------------------- workloads
 
     def submit(
-        self, name: str, *, run_for: str = "600s", priority: str | None = None, units: int = 1
+        self,
+        name: str,
+        *,
+        run_for: str = "600s",
+        priority: str | None = None,
+        units: int = 1,
+        queue: str | None = None,
     ) -> str:
-        """Submit a Job to this scenario's LocalQueue; returns its Workload key."""
+        """Submit a Job to this scenario's LocalQueue (or `queue`); returns its Workload key."""
         requests = {k: _times(v, units) for k, v in self.shape.request().items()}
         doc = workloads.job(
-            name, self.ns, self.name, requests=requests, run_for=run_for, priority_class=priority
+            name,
+            self.ns,
+            queue or self.name,
+            requests=requests,
+            run_for=run_for,
+            priority_class=priority,
         )
-        workloads.submit(self.manager, inventory.label(doc, self.ctx.run_id))
-        wl = kube.wait_for(
-            f"the Workload of Job {name}",
-            lambda: workloads.workload_for_job(self.manager, self.ns, name),
-            timeout=30,
-        )
-        key = f"{self.ns}/{wl['metadata']['name']}"
+        key = self._submit_and_wait(self.manager, doc)
         self.jobs[name] = key
         return key
+
+    def _submit_and_wait(self, cluster: Cluster, doc: dict[str, Any]) -> str:
+        """Submit a Job on `cluster` and return the key of the Workload Kueue makes for it."""
+        name = doc["metadata"]["name"]
+        workloads.submit(cluster, inventory.label(doc, self.ctx.run_id))
+        wl = kube.wait_for(
+            f"the Workload of Job {name} on {cluster.name}",
+            lambda: workloads.workload_for_job(cluster, self.ns, name),
+            timeout=30,
+        )
+        return f"{self.ns}/{wl['metadata']['name']}"
 
     def submit_many(self, prefix: str, count: int, *, run_for: str = "1s") -> list[str]:
         """Submit `count` Jobs at once; returns their Workload keys."""
@@ -346,17 +362,7 @@ class Scenario:
 
     def submit_foreign(self, name: str) -> str:
         """A Job on the plain queue: a workload no dispatcher may touch."""
-        doc = workloads.job(
-            name, self.ns, f"{self.name}-plain", requests=self.shape.request(), run_for="600s"
-        )
-        workloads.submit(self.manager, inventory.label(doc, self.ctx.run_id))
-        wl = kube.wait_for(
-            f"the Workload of Job {name}",
-            lambda: workloads.workload_for_job(self.manager, self.ns, name),
-            timeout=30,
-        )
-        key = f"{self.ns}/{wl['metadata']['name']}"
-        self.jobs[name] = key
+        key = self.submit(name, queue=f"{self.name}-plain")
         self.foreign.add(key)
         self.mark("foreign", workload=key)
         return key
@@ -367,14 +373,7 @@ class Scenario:
         doc = workloads.job(
             name, self.ns, self.name, requests=requests, run_for="3600s", priority_class=priority
         )
-        w = self.ctx.env.worker(worker)
-        workloads.submit(w, inventory.label(doc, self.ctx.run_id))
-        wl = kube.wait_for(
-            f"{worker} Workload of {name}",
-            lambda: workloads.workload_for_job(w, self.ns, name),
-            timeout=30,
-        )
-        return f"{self.ns}/{wl['metadata']['name']}"
+        return self._submit_and_wait(self.ctx.env.worker(worker), doc)
 
     def wait_admitted_locally(self, worker: str, count: int, timeout: float = 60) -> None:
         w = self.ctx.env.worker(worker)

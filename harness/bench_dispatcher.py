@@ -1,0 +1,140 @@
+"""Benchmark a dispatcher under many pending workloads.
+
+    python -m harness.bench_dispatcher --profile reference --workloads 1000
+
+Starts a local environment whose workers have no capacity (so every workload stays
+pending and keeps the dispatcher busy escalating), submits the workloads at once,
+and reports time from Workload creation to its first nomination (p50/p99, from the
+recorder's watches), plus the dispatcher's peak RSS and CPU seconds. For Kueue's
+built-in dispatchers the process measured is the manager's kueue (which does much
+more than dispatching), so only the latencies compare directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import psutil
+
+from harness import inventory, kube, multikueue, versions, workloads
+from harness.local import LocalProvider
+from harness.profile import load_profile
+from harness.recorder import Recorder
+from harness.run import _start_dispatcher
+from harness.timeline import Kind
+from suites.checks import percentile
+
+
+class ProcessSampler:
+    """Peak RSS and CPU seconds of a set of processes (found by a callable)."""
+
+    def __init__(self, pids: Callable[[], list[int]]) -> None:
+        self.pids = pids
+        self.peak_rss = 0
+        self.cpu: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            for pid in self.pids():
+                with contextlib.suppress(psutil.Error):
+                    proc = psutil.Process(pid)
+                    rss = sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)])
+                    self.peak_rss = max(self.peak_rss, rss)
+                    times = proc.cpu_times()
+                    self.cpu[pid] = times.user + times.system
+
+    def __enter__(self) -> ProcessSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--profile", default="reference")
+    parser.add_argument("--workloads", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument(
+        "--settle", type=float, default=60, help="max seconds to wait for nominations"
+    )
+    args = parser.parse_args()
+    profile = load_profile(args.profile)
+    provider = LocalProvider(
+        versions.select(),
+        workers=args.workers,
+        dispatcher_name=profile.dispatcher_name,
+        kueue_extra=profile.kueue,
+        write_mode=None if profile.run else "kueue-admission",
+        progress=lambda m: print(m, file=sys.stderr),
+    )
+    result: dict[str, object] = {"profile": profile.name, "workloads": args.workloads}
+    with contextlib.ExitStack() as stack:
+        env = provider.up()
+        stack.callback(provider.down)
+        for worker in env.workers:  # no capacity anywhere: everything stays pending
+            kube.apply(worker.dyn, multikueue.cluster_queue("mkdc", {"cpu": "0", "memory": "0"}))
+        if profile.run:
+            runner, _users = _start_dispatcher(profile, env, inventory.new_run_id(), stack)
+            dispatcher = runner.supervisor.procs["dispatcher-0"].popen.pid
+            pids = lambda: [dispatcher]  # noqa: E731
+        else:
+            kueue = provider.supervisor.procs["manager-kueue"].popen.pid  # type: ignore[union-attr]
+            pids = lambda: [kueue]  # noqa: E731
+        recorder = Recorder(env).start()
+        stack.callback(recorder.stop)
+        with ProcessSampler(pids) as sampler:
+            started = time.monotonic()
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                jobs = (workloads.job(f"b{i}", "mkdc", "mkdc") for i in range(args.workloads))
+                list(pool.map(lambda doc: workloads.submit(env.manager, doc), jobs))
+            result["submitSeconds"] = round(time.monotonic() - started, 1)
+            deadline = time.monotonic() + args.settle
+            while time.monotonic() < deadline:
+                tl = recorder.snapshot("mkdc")
+                nominated = {e.workload for e in tl.where(Kind.NOMINATION) if e.data.get("names")}
+                if len(nominated) >= args.workloads:
+                    break
+                time.sleep(1)
+            time.sleep(2)
+        tl = recorder.snapshot("mkdc")
+        delays = []
+        for key in tl.workloads():
+            w = tl.of(key)
+            created = w.where(Kind.WORKLOAD_CREATED)
+            first = next((e for e in w.where(Kind.NOMINATION) if e.data.get("names")), None)
+            if created and first:
+                delays.append(first.t - created[0].t)
+        result["nominated"] = len(delays)
+        result["timeToFirstNominationSeconds"] = {
+            "p50": _round(percentile(delays, 50)),
+            "p99": _round(percentile(delays, 99)),
+            "max": _round(max(delays) if delays else None),
+        }
+        result["peakRssMiB"] = round(sampler.peak_rss / 2**20, 1)
+        result["cpuSeconds"] = round(sum(sampler.cpu.values()), 1)  # since the process started
+        result["measuredProcess"] = (
+            "dispatcher" if profile.run else "manager kueue (all controllers)"
+        )
+    print(json.dumps(result, indent=2))
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The existing provider, for real: the suite runs against clusters it did not start.
+
+A local environment stands in for a vendor's clusters. `mkdc run --provider existing`
+is pointed at its kubeconfigs; the reference dispatcher must pass, and afterwards the
+clusters must hold nothing the suite created.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness import inventory
+from harness.local import LocalProvider, running
+
+REFERENCE = "mkdc.example/reference"
+CHECKS = "CORE-01,CORE-04,EXT-05"
+
+
+@pytest.mark.e2e
+def test_suite_passes_on_existing_clusters_and_leaves_nothing(selected_versions, tmp_path) -> None:
+    provider = LocalProvider(
+        selected_versions, workers=3, dispatcher_name=REFERENCE, write_mode="admission-policy"
+    )
+    with running(provider) as env:
+        before = inventory.snapshot(env)
+        argv = [sys.executable, "-m", "harness.cli", "run", "--profile", "reference"]
+        argv += ["--provider", "existing", "--checks", CHECKS, "--report-dir", str(tmp_path / "r")]
+        argv += ["--cluster", f"manager={env.manager.kubeconfig}"]
+        argv += [f"--cluster={w.name}={w.kubeconfig}" for w in env.workers]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert inventory.added(before, inventory.snapshot(env)) == {}
+
+
+@pytest.mark.e2e
+def test_wrong_dispatcher_name_is_one_clear_line(selected_versions, tmp_path) -> None:
+    provider = LocalProvider(selected_versions, workers=1, dispatcher_name="example.com/other")
+    with running(provider) as env:
+        argv = [sys.executable, "-m", "harness.cli", "run", "--profile", "reference"]
+        argv += ["--provider", "existing", "--report-dir", str(tmp_path / "r")]
+        argv += ["--cluster", f"manager={env.manager.kubeconfig}"]
+        argv += ["--cluster", f"worker1={env.workers[0].kubeconfig}"]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 2
+        lines = [line for line in proc.stderr.splitlines() if "error" in line]
+        assert len(lines) == 1 and "example.com/other" in lines[0], proc.stderr
