@@ -17,6 +17,24 @@ from typing import Any
 import yaml
 
 ROWS: list[tuple[str, str]] = [
+    # the same scenario for every dispatcher: what one workload costs the workers
+    (
+        "perScenario.bounded-duplicate-admission.peakConcurrentReservations",
+        "workers reserving quota at once, when all have capacity",
+    ),
+    (
+        "perScenario.no-simultaneous-autoscaling.peakConcurrentProvisioningRequests",
+        "ProvisioningRequests at once, when all autoscale",
+    ),
+    (
+        "perScenario.bounded-fan-out.peakConcurrentCopies",
+        "copies held while no worker has capacity",
+    ),
+    (
+        "perScenario.bounded-preemption.workersWithPreemptions",
+        "workers preempting for one high-priority workload",
+    ),
+    # whole run
     ("peakConcurrentCopies", "peak concurrent copies"),
     ("peakConcurrentProvisioningRequests", "peak concurrent ProvisioningRequests"),
     ("peakConcurrentReservations", "peak concurrent quota reservations"),
@@ -29,7 +47,7 @@ ROWS: list[tuple[str, str]] = [
     ("copiesCreatedPerPlacement", "remote copies created per placement"),
     ("copiesDeletedPerPlacement", "remote copies deleted per placement"),
 ]
-CHARTED = ROWS[:4]
+CHARTED = ROWS[:4]  # the per-scenario fan-out figures
 COLORS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"]
 
 

@@ -240,7 +240,7 @@ def build_report(
                 measured=worst.get("measured") or {},
             )
         )
-    cards = {r["scenario"]: r["scorecard"] for r in records if r.get("scorecard")}
+    cards = {_test_name(r["scenario"]): r["scorecard"] for r in records if r.get("scorecard")}
     first = next(iter(records), {})
     environment = {
         "provider": env.provider,
@@ -253,6 +253,9 @@ def build_report(
     }
     card = merge_scorecards(cards.values()) if cards else {}
     card.pop("samples", None)
+    card["perScenario"] = {
+        name: {k: v for k, v in c.items() if k != "samples"} for name, c in sorted(cards.items())
+    }
     return Report.for_profile(
         profile,
         results,
@@ -260,6 +263,11 @@ def build_report(
         timeouts=first.get("timeouts", {}),
         scorecard=card,
     )
+
+
+def _test_name(scenario: str) -> str:
+    """A scenario's name without its random suffix (the test it ran for)."""
+    return scenario.rsplit("-", 1)[0]
 
 
 def _collect_logs(env: Environment, report_dir: Path) -> None:

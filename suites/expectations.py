@@ -22,7 +22,8 @@ from harness.timeline import Timeline
 from suites.checks import CATALOGUE, Bounds, Verdict, run_check
 from suites.scorecard import scorecard
 
-ANY_TIMELINE = ("CORE-01", "CORE-02", "CORE-05")  # hold on every scenario's timeline
+ANY_TIMELINE = ("CORE-01", "CORE-02", "CORE-05")
+NOT_SUPPORTED = "not-supported"  # hold on every scenario's timeline
 
 
 def bounds(sc: Scenario, **facts: Any) -> Bounds:
@@ -68,9 +69,20 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
     b = bounds(sc, observed_until=sc.ctx.recorder.now(), **facts)
     failures = []
     for check_id in ids:
-        if not _wanted(check_id) or not CATALOGUE[check_id].supported_by(
-            sc.ctx.profile.claims.features
-        ):
+        if not _wanted(check_id):
+            continue
+        if not CATALOGUE[check_id].supported_by(sc.ctx.profile.claims.features):
+            # measured for the scorecard, not judged: the profile does not claim it
+            feature = CATALOGUE[check_id].feature
+            _record(
+                sc,
+                check_id,
+                Verdict.ok(),
+                tl,
+                b,
+                result=NOT_SUPPORTED,
+                why=f"the profile does not claim {feature}",
+            )
             continue
         verdict = run_check(
             CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
@@ -125,9 +137,19 @@ def record_errored(sc: Scenario, error: str) -> None:
             _record(sc, check_id, Verdict.fail(f"scenario did not complete: {error}"), tl, b)
 
 
-def _record(sc: Scenario, check_id: str, verdict: Verdict, tl: Timeline, b: Bounds) -> None:
+def _record(
+    sc: Scenario,
+    check_id: str,
+    verdict: Verdict,
+    tl: Timeline,
+    b: Bounds,
+    *,
+    result: str | None = None,
+    why: str = "",
+) -> None:
     sc.recorded.add(check_id)
-    result = "passed" if verdict.passed else ("skipped" if verdict.inconclusive else "failed")
+    if result is None:
+        result = "passed" if verdict.passed else ("skipped" if verdict.inconclusive else "failed")
     shape = sc.shape
     _write(
         _session(),
@@ -135,7 +157,7 @@ def _record(sc: Scenario, check_id: str, verdict: Verdict, tl: Timeline, b: Boun
             "check": check_id,
             "scenario": sc.name,
             "result": result,
-            "message": verdict.message if result != "passed" else "",
+            "message": why or (verdict.message if result != "passed" else ""),
             "measured": verdict.measured,
             "durationSeconds": round(sc.ctx.recorder.now() - sc.started, 1),
             "timeline": _relative(tl).to_list(),
