@@ -30,9 +30,11 @@ lint: setup
 unit: setup
 	$(BIN)/pytest tests -q
 
-# Unit tests, then the quick e2e subset against real local clusters.
+# Unit tests, then the quick e2e subset against real local clusters, then a few
+# faulty dispatchers that the suite must reject.
 test: bins lint
 	$(BIN)/pytest tests suites -m "not slow" -q -rfE
+	$(BIN)/python -m harness.selftest --quick
 
 e2e: bins
 	$(MKDC) run --profile $(PROFILE) --provider $(PROVIDER) --report-dir $(REPORT_DIR)

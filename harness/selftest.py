@@ -290,6 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     matrix = render_matrix(outcomes, columns)
     print(matrix)
     (args.report_root / MATRIX_FILE).write_text(matrix, encoding="utf-8")
+    good = sum(o.ok for o in outcomes)
+    print(f"selftest: {good} passed, {len(outcomes) - good} failed")
     if any(o.error for o in outcomes):
         return 2 if all(o.error for o in outcomes) else 1
     return 0 if all(o.ok for o in outcomes) else 1

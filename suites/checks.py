@@ -1071,8 +1071,10 @@ def provisioning_failover(tl: Timeline, b: Bounds) -> Verdict:
 def skips_inactive_clusters(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-10: (a) no NOMINATION adds (relative to the previous list) a cluster that has
     been inactive for observation_skew or more; (b) when a configured cluster is inactive
-    at creation, the first nomination comes within escalation_slack of creation; (c)
-    rounds escalate on time (EXT-05's rule), so skipping does not cost a round."""
+    at creation, the first nomination naming an active cluster comes within
+    escalation_slack of creation (nominating the inactive one first, even inside the skew
+    of (a), still costs a round); (c) rounds escalate on time (EXT-05's rule), so
+    skipping does not cost a round."""
     spans = [s for s in inactive_spans(tl) if s.key in configured(tl, b)]
     if not spans:
         return Verdict.unclear("no configured cluster was inactive")
@@ -1082,13 +1084,24 @@ def skips_inactive_clusters(tl: Timeline, b: Bounds) -> Verdict:
             if inactive_at(spans, cluster, e.t, since=b.observation_skew):
                 problems.append(f"{cluster} nominated at {_at(e.t)} while inactive")
         previous = set(names(e))
-    t0, first = created_at(tl), first_nomination(tl)
+    t0 = created_at(tl)
     if any(inactive_at(spans, c, t0) for c in b.clusters):
         limit = t0 + b.escalation_slack
+        first = next(
+            (
+                e
+                for e in tl.where(Kind.NOMINATION)
+                if any(not inactive_at(spans, n, e.t) for n in names(e))
+            ),
+            None,
+        )
         placed = first_placement(tl)
         if (first is None or first.t > limit) and not (placed and placed.t <= limit):
             when = f"at {_at(first.t)}" if first else "never"
-            problems.append(f"first nomination {when}, due by {_at(limit)} (inactive cost a round)")
+            problems.append(
+                f"first nomination {when} of an active cluster, due by {_at(limit)} "
+                "(inactive cost a round)"
+            )
     problems += [r.late for r in review_rounds(tl, b) if r.late]
     return Verdict.fail(problems) if problems else Verdict.ok()
 

@@ -130,11 +130,20 @@ def _write(session: dict[str, Any], record: dict[str, Any]) -> None:
 
 
 def record_errored(sc: Scenario, error: str) -> None:
-    """The scenario broke before judging its checks: each undecided check failed."""
+    """The scenario broke before judging its checks (e.g. a wait timed out).
+
+    Each undecided check is still judged on what was recorded: a violation it shows is
+    the better message. Only a check that shows none fails with the scenario's error.
+    """
     tl, b = sc.timeline(), bounds(sc, observed_until=sc.ctx.recorder.now())
-    for check_id in getattr(sc, "checks", []):
-        if check_id not in sc.recorded and _wanted(check_id):
-            _record(sc, check_id, Verdict.fail(f"scenario did not complete: {error}"), tl, b)
+    keys = sorted(set(sc.jobs.values()) - sc.foreign)
+    for check_id in sc.checks:
+        if check_id in sc.recorded or not _wanted(check_id):
+            continue
+        verdict = run_check(CATALOGUE[check_id], tl, b, workloads=keys)
+        if verdict.passed or verdict.inconclusive:
+            verdict = Verdict.fail(f"scenario did not complete: {error}")
+        _record(sc, check_id, verdict, tl, b)
 
 
 def _record(

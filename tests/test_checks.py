@@ -453,6 +453,17 @@ CASES = [
         "first nomination at t=10.5s",
         "t=3.0s",
     ),
+    fail(  # as recorded for nominates-inactive: inside the skew of (a), but a round lost
+        "EXT-10",
+        "inactive-first-inside-the-skew",
+        Story()
+        .active(-0.17, "w1", False)
+        .created(0)
+        .nominate(0.22, "w1")
+        .nominate(10.1, "w1", "w2")
+        .place(11.2, "w2"),
+        "first nomination at t=10.1s of an active cluster",
+    ),
     unclear("EXT-10", "all-active", escalating((0.5, "w1"))),
     # EXT-11 (killed at 5, restarted at 7: round of w1 due at 10.5, latest 15.5)
     Case(
