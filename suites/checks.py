@@ -714,7 +714,8 @@ def redispatch_after_eviction(tl: Timeline, b: Bounds) -> Verdict:
 def config_change_honoured(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-07: a cluster added by CONFIG_CHANGED (data clusters = the new list) while the
     workload is unplaced gets nominated (or the workload placed on it) within
-    placement_bound of it in the new list, counted from the change. Being placed
+    placement_bound of it in the new list plus one round_timeout, counted from the
+    change: a dispatcher may take the new cluster in at its next round. Being placed
     elsewhere first also satisfies the check: the cluster was no longer needed."""
     previous, problems, judged = list(b.clusters), [], 0
     for change in tl.where(Kind.CONFIG_CHANGED):
@@ -723,8 +724,9 @@ def config_change_honoured(tl: Timeline, b: Bounds) -> Verdict:
         if not added or placed_at(tl, change.t):
             continue
         bound_for = b.with_scenario(clusters=tuple(new)).placement_bound
+        next_round = b.round_timeout or 0.0
         for cluster in added:
-            deadline = change.t + bound_for(cluster)
+            deadline = change.t + bound_for(cluster) + next_round
             hit = _first_use(tl, cluster, change.t)
             other = first_placement(tl, after=change.t)
             if (hit is not None and hit <= deadline) or (other and other.t <= deadline):
