@@ -22,6 +22,7 @@ from kubernetes.client.rest import ApiException
 
 from harness import inventory, kube, multikueue, workloads
 from harness.autoscaler import Behaviour, FakeAutoscaler
+from harness.durations import parse_duration
 from harness.environment import Cluster, Environment
 from harness.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
 from harness.multikueue import API
@@ -193,8 +194,6 @@ class Scenario:
         if tier is not None:
             self.tiers[name] = tier
         if timeout is not None:
-            from harness.durations import parse_duration
-
             self.timeouts[name] = parse_duration(timeout) or 0.0
 
     def _worker_queues(self, worker: str, units: int, provisioning: bool, preemption: bool) -> None:

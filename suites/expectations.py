@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from harness.multikueue import API
@@ -48,11 +49,9 @@ def placement_timeout(sc: Scenario, cluster: str | None = None, extra: float = 0
 def skip_if_slow(sc: Scenario, seconds: float, limit: float = 150.0) -> None:
     """Scenarios whose claimed timing needs longer than `limit` run only in the full run."""
     if seconds > limit and not _session()["full"]:
-        import pytest
-
         record_skipped(
             _session(), list(sc.checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
-        )  # type: ignore[attr-defined]
+        )
         pytest.skip(f"needs {seconds:.0f}s of the claimed timing: full run only")
 
 
@@ -64,7 +63,7 @@ def round_timeout(sc: Scenario, default: float = 5.0) -> float:
 
 def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
     """The scenario's timeline satisfies these checks (default: the test's declared ones)."""
-    ids = list(check_ids or sc.checks)  # type: ignore[attr-defined]
+    ids = list(check_ids or sc.checks)
     tl = sc.timeline()
     b = bounds(sc, observed_until=sc.ctx.recorder.now(), **facts)
     failures = []

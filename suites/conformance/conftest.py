@@ -95,7 +95,6 @@ def context() -> Iterator[Context]:
         control=client,
         worker_secrets=session.get("workerSecrets") or {},
     )
-    ctx.report_dir = Path(session["reportDir"])  # type: ignore[attr-defined]
     yield ctx
     recorder.stop()
     client.close()
