@@ -66,6 +66,3 @@ class DispatcherRunner:
     def alive(self, replica: int = 0) -> bool:
         proc = self.supervisor.procs.get(self.process_name(replica))
         return bool(proc and proc.alive())
-
-    def logs(self) -> list[Path]:
-        return sorted(self.supervisor.log_dir.glob("dispatcher-*.log"))

@@ -159,20 +159,6 @@ def kueue_configuration(
     return kueue_install.deep_merge(cfg, extra or {})
 
 
-def config_map(cfg: dict[str, Any], kueue_version: str) -> dict[str, Any]:
-    """The release's kueue-manager-config with our configuration (and Kueue's version)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": KUEUE_CONFIG_MAP,
-            "namespace": NS,
-            "labels": {"app.kubernetes.io/version": f"v{kueue_version}"},
-        },
-        "data": {KUEUE_CONFIG_KEY: yaml.safe_dump(cfg, sort_keys=False)},
-    }
-
-
 def config_hash(cfg: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -292,7 +278,7 @@ def install_plan(
     ]
     if worker:
         cmds.append(k(*apply, "-f", "-", stdin=kwok_stages(man)))
-    cm = _yaml_stream([config_map(kueue_cfg, v.kueue)])
+    cm = _yaml_stream([kueue_install.manager_config_map(kueue_cfg, v.kueue)])
     cmds.append(k(*apply, "--field-manager=mkdc", "-f", "-", stdin=cm))
     cmds += [k(*apply, "-f", str(path)) for path in extra_manifests]
     if worker:  # Job pods must land on KWOK nodes, never pull images on the real one

@@ -104,20 +104,27 @@ def multikueue_config(name: str, clusters: list[str]) -> dict[str, Any]:
     }
 
 
-def multikueue_admission_check(name: str, config: str) -> dict[str, Any]:
+def admission_check(
+    name: str, controller: str, parameters_kind: str, parameters: str
+) -> dict[str, Any]:
+    """An AdmissionCheck handled by `controller`, configured by a Kueue parameters object."""
     return {
         "apiVersion": API,
         "kind": "AdmissionCheck",
         "metadata": {"name": name},
         "spec": {
-            "controllerName": MULTIKUEUE_CONTROLLER,
+            "controllerName": controller,
             "parameters": {
                 "apiGroup": "kueue.x-k8s.io",
-                "kind": "MultiKueueConfig",
-                "name": config,
+                "kind": parameters_kind,
+                "name": parameters,
             },
         },
     }
+
+
+def multikueue_admission_check(name: str, config: str) -> dict[str, Any]:
+    return admission_check(name, MULTIKUEUE_CONTROLLER, "MultiKueueConfig", config)
 
 
 def worker_secret_name(cluster: str, pattern: str = SECRET_PATTERN) -> str:

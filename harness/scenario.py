@@ -384,10 +384,6 @@ class Scenario:
 
         kube.wait_for(f"{count} local workloads admitted on {worker}", admitted, timeout=timeout)
 
-    def evict_by_quota(self, worker: str) -> None:
-        """Remove a worker's quota and deactivate nothing: used to evict its workload."""
-        self.set_capacity(worker, 0)
-
     def preempt_on(self, worker: str, name: str) -> str:
         """Evict what runs on `worker` by submitting a higher-priority local Job there."""
         self.ctx.recorder.mark("evict", cluster=self.cluster(worker))
@@ -542,16 +538,6 @@ def provisioning_request_config(name: str) -> dict[str, Any]:
 
 
 def provisioning_admission_check(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": API,
-        "kind": "AdmissionCheck",
-        "metadata": {"name": name},
-        "spec": {
-            "controllerName": PROVISIONING_CONTROLLER,
-            "parameters": {
-                "apiGroup": "kueue.x-k8s.io",
-                "kind": "ProvisioningRequestConfig",
-                "name": name,
-            },
-        },
-    }
+    return multikueue.admission_check(
+        name, PROVISIONING_CONTROLLER, "ProvisioningRequestConfig", name
+    )

@@ -79,14 +79,3 @@ def job_finished(cluster: Cluster, namespace: str, name: str) -> str | None:
         if kube.condition_true(obj, kind):
             return kind
     return None
-
-
-def find_job(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
-    from kubernetes.client.rest import ApiException
-
-    try:
-        return cluster.resource("batch/v1", "Job").get(name=name, namespace=namespace).to_dict()
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise

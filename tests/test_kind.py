@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import kind, toolchain, versions
+from harness import kind, kueue_install, toolchain, versions
 from harness.environment import Environment
 from harness.errors import UserError
 from harness.kind import Cmd, KindCluster, KindProvider, Result
@@ -189,7 +189,9 @@ def test_kueue_configuration_from_the_real_release():
 
 
 def test_config_map_carries_config_and_version():
-    cm = kind.config_map({"kind": "Configuration", "multiKueue": {"dispatcherName": "d"}}, "0.19.2")
+    cm = kueue_install.manager_config_map(
+        {"kind": "Configuration", "multiKueue": {"dispatcherName": "d"}}, "0.19.2"
+    )
     assert cm["metadata"] == {
         "name": "kueue-manager-config",
         "namespace": "kueue-system",
