@@ -2,7 +2,16 @@
 
 Nothing sets ProvisioningRequest conditions in a test cluster, so each scenario
 says per worker what "autoscaling" does there: provision after a delay, fail
-after a delay, or keep the request pending.
+after a delay, or keep the request pending; and it can fail a request that was
+already provisioned (the capacity is lost after admission): the one provisioning
+failure a manager-side dispatcher sees, because only an admitted workload's
+eviction reaches the manager. Kueue retries the check, the worker evicts and
+requeues its copy, and the manager evicts the workload.
+
+Not CapacityRevoked: Kueue rejects the check, deactivates the worker copy and
+MultiKueue deletes it, and the manager's eviction never completes (its Job keeps
+the active count last copied from the deleted worker Job), so the workload is
+stranded (Kueue v0.19.2).
 """
 
 from __future__ import annotations
@@ -52,6 +61,27 @@ class FakeAutoscaler:
         """Change what happens on a worker from now on (e.g. finally provision)."""
         self.behaviour[worker] = behaviour
         self._answered = {k for k in self._answered if k[0] != worker}
+
+    def lose_capacity(self, worker: str) -> list[str]:
+        """Fail every provisioned request on ``worker`` (Kueue retries the check, which
+        evicts the workload there); later requests there fail too."""
+        self.set(worker, Behaviour(FAIL, after=0))
+        resource = self.workers[worker].resource(API, "ProvisioningRequest")
+        revoked = []
+        for pr in resource.get(namespace=self.namespace).to_dict()["items"]:
+            conditions = (pr.get("status") or {}).get("conditions") or []
+            if not any(c["type"] == "Provisioned" and c["status"] == "True" for c in conditions):
+                continue
+            name = pr["metadata"]["name"]
+            self._answered.add((worker, name))
+            resource.status.patch(
+                name=name,
+                namespace=self.namespace,
+                body={"status": {"conditions": [*conditions, _condition("Failed", pr)]}},
+                content_type="application/merge-patch+json",
+            )
+            revoked.append(name)
+        return revoked
 
     def _loop(self) -> None:
         while not self._stop.wait(0.5):

@@ -98,6 +98,12 @@ def resource(dyn: dynamic.DynamicClient, api_version: str, kind: str) -> Any:
     return wait_for(f"the API to serve {kind} {api_version}", find, timeout=30, retry_on=(NotYet,))
 
 
+def served_versions(dyn: dynamic.DynamicClient, group: str) -> list[str]:
+    """The versions of an API group the apiserver serves (discovery), preferred first."""
+    found = client.ApisApi(dyn.client).get_api_versions().groups or []
+    return [v.version for g in found if g.name == group for v in g.versions]
+
+
 def apply(dyn: dynamic.DynamicClient, doc: dict[str, Any], *, manager: str = FIELD_MANAGER) -> Any:
     """Server-side apply one object (created or updated), forcing our field ownership."""
     res = resource(dyn, doc["apiVersion"], doc["kind"])

@@ -50,6 +50,9 @@ AUDIT_POLICY = {
 }
 
 
+NODE_CAPACITY = {"cpu": "64", "memory": "256Gi", "pods": "250"}  # each fake node
+
+
 @dataclass
 class LocalCluster:
     """Ports and files of one local cluster."""
@@ -116,7 +119,7 @@ class LocalProvider:
         self.kueue_extra = kueue_extra or {}
         self.write_mode = write_mode  # None: the default for these versions
         self.nodes_per_worker = nodes_per_worker
-        self.node_capacity = node_capacity or {"cpu": "64", "memory": "256Gi", "pods": "250"}
+        self.node_capacity = node_capacity or dict(NODE_CAPACITY)
         self.progress = progress or (lambda _msg: None)
         self.outlive_parent = outlive_parent
         self.run_dir: Path | None = None

@@ -25,6 +25,7 @@ from harness.dispatcher import DispatcherRunner
 from harness.environment import Environment
 from harness.errors import UserError
 from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
+from harness.multikueue import API as KUEUE_API
 from harness.procs import Supervisor
 from harness.profile import Profile, load_profile
 from harness.report import CheckResult, Report
@@ -68,6 +69,7 @@ def make_provider(
             kueue_extra=profile.kueue,
             write_mode=write_mode,
             progress=log,
+            node_capacity=_node_capacity(profile),
         )
     if opts.provider == "existing":
         from harness.existing import ExistingProvider, parse_cluster_args
@@ -107,6 +109,7 @@ def run(opts: Options) -> int:
         stack.callback(provider.down)
         run_id = inventory.new_run_id()
         stack.callback(lambda: _purge(env, run_id))
+        _require_api_version(env, profile.environment.api_version)
         shape = scenario.Shape.of(profile)
         # cluster-scoped objects every scenario uses; ones that already exist stay untouched
         for cluster in env.clusters:
@@ -136,8 +139,13 @@ def run(opts: Options) -> int:
         session_file = env.run_dir / SESSION_FILE
         session_file.write_text(json.dumps(session))
         session_file.chmod(0o600)
-        log(f"running the suite for profile {profile.name} ({opts.parallel} parallel)")
-        code = _pytest(session_file, opts.parallel)
+        parallel = opts.parallel
+        if profile.environment.worker_cluster_queue and parallel > 1:
+            # one ClusterQueue name on every worker: scenarios cannot each have their own
+            parallel = 1
+            log(f"workerClusterQueue {profile.environment.worker_cluster_queue}: one at a time")
+        log(f"running the suite for profile {profile.name} ({parallel} parallel)")
+        code = _pytest(session_file, parallel)
         if code not in (0, 1):
             raise UserError(f"the suite itself failed (pytest exit {code}); see the output above")
         report = build_report(profile, env, report_dir, opts, time.monotonic() - started)
@@ -188,6 +196,30 @@ def _control_handlers(provider: Any, runner: DispatcherRunner | None) -> dict[st
         "stop-apiserver": lambda cluster: provider.stop_apiserver(cluster),
         "start-apiserver": lambda cluster: provider.start_apiserver(cluster),
     }
+
+
+def _node_capacity(profile: Profile) -> dict[str, str] | None:
+    """Fake nodes that also offer the profile's resource (e.g. nvidia.com/gpu), so the
+    pods of its workloads run."""
+    resource = profile.environment.resource
+    if resource in (None, "cpu", "memory"):
+        return None
+    from harness.local import NODE_CAPACITY
+
+    return {**NODE_CAPACITY, resource: "64"}
+
+
+def _require_api_version(env: Environment, version: str | None) -> None:
+    """A dispatcher that reads an older Kueue API version needs the manager to serve it."""
+    if version is None:
+        return
+    served = kube.served_versions(env.manager.dyn, KUEUE_API.split("/")[0])
+    if version not in served:
+        raise UserError(
+            f"profile spec.environment.apiVersion {version} is not served by Kueue "
+            f"{env.kueue_version} (it serves {', '.join(served) or 'nothing'}): "
+            "choose one of those or another --kueue-version"
+        )
 
 
 def _pytest(session_file: Path, parallel: int) -> int:
@@ -249,6 +281,7 @@ def build_report(
         "workers": len(env.workers),
         "nominationWriteMode": env.nomination_write_mode or "n/a (built-in dispatcher)",
         "shape": first.get("shape", {}),
+        "kueueApiVersion": profile.environment.api_version or "any served",
         "wallSeconds": round(wall, 1),
     }
     card = merge_scorecards(cards.values()) if cards else {}

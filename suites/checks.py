@@ -1039,26 +1039,42 @@ def ordered_dispatch(tl: Timeline, b: Bounds) -> Verdict:
 
 
 def provisioning_failover(tl: Timeline, b: Bounds) -> Verdict:
-    """EXT-09: after the first PROVREQ_STATE state="Failed" on worker F at tf, the workload
-    is placed on a worker other than F by tf + escalation_slack + placement_slack, and
-    no NOMINATION after tf names F alone before one names another cluster (keeping F next
-    to a newly tried cluster is fine: list order has no meaning in the API)."""
-    failed = [e for e in tl.where(Kind.PROVREQ_STATE) if e.data.get("state") == "Failed"]
+    """EXT-09: provisioning fails on worker F (the first PROVREQ_STATE Failed or
+    CapacityRevoked, at tf). The clock starts when the manager shows it (the placement on F
+    cleared, or a manager EVICTED while placed on F, after tf); a failure before placement
+    never reaches the manager, so then tf itself. From that moment t:
+    (a) F is not retried first: the first NOMINATION after t names a cluster other than F,
+        and names F only alongside every other configured cluster (judged only when the
+        manager showed the failure: before that a dispatcher cannot know);
+    (b) the workload is placed on a worker other than F by t + escalation_slack +
+        placement_slack."""
+    failed = [
+        e
+        for e in tl.where(Kind.PROVREQ_STATE)
+        if e.data.get("state") in ("Failed", "CapacityRevoked")
+    ]
     if not failed:
-        return Verdict.unclear("no ProvisioningRequest failed")
+        return Verdict.unclear("no ProvisioningRequest failed or lost its capacity")
     bad, tf = failed[0].cluster, failed[0].t
-    deadline, problems = tf + b.escalation_slack + b.placement_slack, []
-    for e in tl.where(Kind.NOMINATION):
-        if e.t <= tf:
-            continue
-        if set(names(e)) - {bad}:
-            break
-        if bad in names(e):
-            problems.append(
-                f"{bad} re-nominated alone at {_at(e.t)} after its failure at {_at(tf)}"
-            )
-            break
-    placed = first_placement(tl, after=tf)
+    shown = sorted(
+        [until for _, c, until in placement_episodes(tl) if c == bad and tf <= until < INF]
+        + [e.t for e in tl.where(Kind.EVICTED) if e.t >= tf and placed_at(tl, e.t) == bad]
+    )
+    t = shown[0] if shown else tf
+    deadline, problems = t + b.escalation_slack + b.placement_slack, []
+    if shown:
+        after = next((e for e in tl.where(Kind.NOMINATION) if e.t > t and names(e)), None)
+        others = set(configured(tl, b, t)) - {bad}
+        if after is not None:
+            named = set(names(after))
+            if not named - {bad}:
+                problems.append(f"{bad} re-nominated alone at {_at(after.t)} after it failed")
+            elif bad in named and not others <= named:
+                problems.append(
+                    f"{bad} retried at {_at(after.t)} with {_list(sorted(named - {bad}))} "
+                    f"before {_list(sorted(others - named))}, right after it failed"
+                )
+    placed = first_placement(tl, after=t)
     if placed is None and end_of(tl, b) < deadline and not problems:
         return _not_judged(end_of(tl, b), deadline, "the failover bound")
     if placed is None or placed.t > deadline or placed.data["cluster"] == bad:

@@ -64,8 +64,7 @@ def round_timeout(sc: Scenario, default: float = 5.0) -> float:
 def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
     """The scenario's timeline satisfies these checks (default: the test's declared ones)."""
     ids = list(check_ids or sc.checks)
-    tl = sc.timeline()
-    b = bounds(sc, observed_until=sc.ctx.recorder.now(), **facts)
+    tl, b = _observed(sc, **facts)
     failures = []
     for check_id in ids:
         if not _wanted(check_id):
@@ -97,7 +96,7 @@ def judge_every_timeline(sc: Scenario) -> None:
     if not sc.jobs:
         return
     ids = [c for c in ANY_TIMELINE if c not in getattr(sc, "checks", [])]
-    tl, b = sc.timeline(), bounds(sc, observed_until=sc.ctx.recorder.now())
+    tl, b = _observed(sc)
     for check_id in ids:
         if _wanted(check_id):
             verdict = run_check(
@@ -134,7 +133,7 @@ def record_errored(sc: Scenario, error: str) -> None:
     Each undecided check is still judged on what was recorded: a violation it shows is
     the better message. Only a check that shows none fails with the scenario's error.
     """
-    tl, b = sc.timeline(), bounds(sc, observed_until=sc.ctx.recorder.now())
+    tl, b = _observed(sc)
     keys = sorted(set(sc.jobs.values()) - sc.foreign)
     for check_id in sc.checks:
         if check_id in sc.recorded or not _wanted(check_id):
@@ -185,13 +184,23 @@ def _record(
     )
 
 
+def _observed(sc: Scenario, **facts: Any) -> tuple[Timeline, Bounds]:
+    """The scenario's timeline and bounds, timed from its first event: check messages then
+    give the same times as the report's pictures."""
+    tl, now = sc.timeline(), sc.ctx.recorder.now()
+    t0 = _origin(tl, now)
+    return _relative(tl), bounds(sc, observed_until=now - t0, **facts)
+
+
+def _origin(tl: Timeline, default: float) -> float:
+    first = next(iter(tl), None)
+    return default if first is None else first.t
+
+
 def _relative(tl: Timeline) -> Timeline:
     """Times from the scenario's first event, so pictures start at 0."""
-    events = list(tl)
-    if not events:
-        return tl
-    t0 = events[0].t
-    return Timeline.from_list([{**e.to_dict(), "t": e.t - t0} for e in events])
+    t0 = _origin(tl, 0.0)
+    return Timeline.from_list([{**e.to_dict(), "t": e.t - t0} for e in tl])
 
 
 def record_not_supported(session: dict[str, Any], ids: list[str], feature: str | None) -> None:

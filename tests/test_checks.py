@@ -43,6 +43,21 @@ def escalating(*batches: tuple[float, str], place: tuple[float, str] | None = No
     return story.place(*place) if place else story
 
 
+def revoked() -> Story:
+    """Placed on w1 at 8; its capacity revoked at 20; the manager clears the placement at 30."""
+    return (
+        Story()
+        .created(0)
+        .nominate(0.5, "w1")
+        .provreq(1, "w1")
+        .provreq_state(4, "w1", "Provisioned")
+        .place(8, "w1")
+        .provreq_state(20, "w1", "CapacityRevoked")
+        .place(30, "")
+        .evicted(30, "AdmissionCheck")
+    )
+
+
 @dataclass
 class Case:
     check: str
@@ -394,46 +409,36 @@ CASES = [
         "EXT-08", "late", escalating((0.5, "w1"), (30, "w2")), "t=30.0s", "t=23.5s", bounds=OVERRIDE
     ),
     unclear("EXT-08", "no-override", escalating((0.5, "w1"), (10.5, "w2"))),
-    # EXT-09
-    Case(
-        "EXT-09",
-        "fails-over",
-        Story()
-        .created(0)
-        .nominate(0.5, "w1")
-        .provreq(1, "w1")
-        .provreq_state(5, "w1", "Failed")
-        .nominate(5.5, "w1", "w2")
-        .place(12, "w2"),
+    # EXT-09 (w1 placed, capacity revoked at 20, manager learns at 30; 4 configured)
+    Case("EXT-09", "fails-over", revoked().nominate(31, "w2").place(45, "w2")),
+    Case(  # keeping w1 is fine once every other cluster is named too
+        "EXT-09", "all-at-once", revoked().nominate(31, "w1", "w2", "w3", "w4").place(45, "w3")
     ),
-    fail(
+    Case(  # before placement the manager never sees it: only (b) is judged, from tf
         "EXT-09",
-        "retries-first",
+        "failed-before-placement",
         Story()
         .created(0)
         .nominate(0.5, "w1")
         .provreq_state(5, "w1", "Failed")
-        .nominate(5.2)
-        .nominate(6, "w1")
-        .nominate(16, "w1", "w2")
+        .nominate(10.5, "w1", "w2")
         .place(20, "w2"),
-        "w1 re-nominated alone",
-        "t=6.0s",
     ),
     fail(
         "EXT-09",
-        "stays",
-        Story().created(0).nominate(0.5, "w1").provreq_state(5, "w1", "Failed").place(12, "w1"),
-        "placed on w1",
-        "t=5.0s",
+        "retried-first",
+        revoked().nominate(31, "w1", "w2").place(45, "w2"),
+        "w1 retried at t=31.0s with w2 before w3,w4",
     ),
     fail(
         "EXT-09",
-        "not-placed",
-        Story().nominate(0.5, "w1").provreq_state(5, "w1", "Failed").mark(100),
-        "not placed",
-        "t=38.0s",
+        "retried-alone",
+        revoked().nominate(31, "w1").nominate(41, "w1", "w2").place(50, "w2"),
+        "w1 re-nominated alone at t=31.0s",
     ),
+    fail("EXT-09", "stays", revoked().nominate(31, "w1").place(40, "w1"), "placed on w1"),
+    fail("EXT-09", "not-placed", revoked().nominate(31, "w2").mark(200), "not placed", "t=63.0s"),
+    unclear("EXT-09", "no-failure", Story().created(0).nominate(0.5, "w1").place(5, "w1")),
     # EXT-10 (w1 inactive from before creation)
     Case(
         "EXT-10",

@@ -9,7 +9,9 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from dispatchers.reference.controller import Controller, plan
+from dispatchers.reference.controller import Controller, _awaits_first_nominee, plan
+from dispatchers.reference.events import EventSink
+from dispatchers.reference.kube import Forbidden
 from dispatchers.reference.metrics import Metrics
 from dispatchers.reference.settings import Settings
 from tests.test_reference_fixtures import cond, snapshot, workload
@@ -67,6 +69,14 @@ def controller(kube: FakeKube, leader: bool = True) -> Controller:
     return ctl
 
 
+def reconcile(kube: FakeKube, leader: bool = True) -> float | None:
+    """One reconcile of ns/job-a, then the Events it queued are posted."""
+    ctl = controller(kube, leader)
+    delay = ctl.reconcile("ns/job-a")
+    ctl.events.drain()
+    return delay
+
+
 def test_plan_nominates_the_first_cluster_for_pending_work() -> None:
     p = plan(NOW, workload(), snapshot(), SETTINGS)
     assert p.not_pending is None and p.decision is not None
@@ -83,7 +93,7 @@ def test_plan_skips_inactive_clusters_and_reads_tiers() -> None:
 
 def test_state_is_persisted_before_nominations() -> None:
     kube = FakeKube(workload())
-    assert controller(kube).reconcile("ns/job-a") == 10.0
+    assert reconcile(kube) == 10.0
     kinds = [c[0] for c in kube.calls]
     assert kinds == ["annotation", "status", "event"]
     assert kube.calls[0][1]["round"] == 1 and kube.calls[1][1] == ["w1"]
@@ -91,16 +101,18 @@ def test_state_is_persisted_before_nominations() -> None:
 
 def test_nothing_written_when_nothing_changed() -> None:
     kube = FakeKube(workload())
-    controller(kube).reconcile("ns/job-a")
+    reconcile(kube)
     kube.calls.clear()
     ctl = controller(kube)  # cache now holds the written object
-    assert ctl.reconcile("ns/job-a") == 10.0 and kube.calls == []
+    assert ctl.reconcile("ns/job-a") == 10.0
+    ctl.events.drain()
+    assert kube.calls == []
 
 
 def test_conflict_rereads_and_retries() -> None:
     kube = FakeKube(workload())
     kube.conflicts = 1
-    controller(kube).reconcile("ns/job-a")
+    reconcile(kube)
     assert [c[0] for c in kube.calls] == ["get", "annotation", "status", "event"]
 
 
@@ -109,22 +121,50 @@ def test_foreign_placed_and_standby_are_never_written() -> None:
     foreign = workload(admission={"clusterQueue": "plain"})
     for wl in (placed, foreign):
         kube = FakeKube(wl)
-        assert controller(kube).reconcile("ns/job-a") is None and kube.calls == []
+        assert reconcile(kube) is None and kube.calls == []
     kube = FakeKube(workload())
-    assert controller(kube, leader=False).reconcile("ns/job-a") is None and kube.calls == []
+    assert reconcile(kube, leader=False) is None and kube.calls == []
 
 
 def test_eviction_is_recorded_once_and_fails_over() -> None:
     kube = FakeKube(workload())
-    controller(kube).reconcile("ns/job-a")  # round 1: w1
+    reconcile(kube)  # round 1: w1
     msg = 'Previously: Evicted due to x: Workload evicted on worker cluster: "w1", resetting'
     kube.wl["status"]["conditions"].append(cond("Evicted", "False", "QuotaReserved", msg, "T9"))
     kube.wl["status"]["nominatedClusterNames"] = None  # Kueue reset it on eviction
     kube.calls.clear()
-    controller(kube).reconcile("ns/job-a")
+    reconcile(kube)
     state = kube.calls[0][1]
     assert state["failed"] == ["w1"] and state["mark"] == "Evicted@T9"
     assert kube.calls[1] == ("status", ["w2"]) and ("event", "Failover") in kube.calls
     kube.calls.clear()
-    controller(kube).reconcile("ns/job-a")
+    reconcile(kube)
     assert kube.calls == []  # the same eviction is not recorded twice
+
+
+def test_events_leave_the_reconcile_path_and_overflow_is_counted() -> None:
+    kube = FakeKube(workload())
+    ctl = controller(kube)
+    ctl.events = EventSink(lambda wl, r, m: kube.event(wl, r, m, "x"), print, capacity=1)
+    ctl.reconcile("ns/job-a")
+    assert [c[0] for c in kube.calls] == ["annotation", "status"]  # nominated before the event
+    ctl.events.emit(kube.wl, "Extra", "no room")
+    assert ctl.events.dropped == 1
+    ctl.events.drain()
+    assert kube.calls[-1] == ("event", "Nominated")
+
+
+def test_missing_event_permission_is_fatal() -> None:
+    fatal: list[Exception] = []
+    sink = EventSink(
+        lambda *_: (_ for _ in ()).throw(Forbidden("missing permission")), fatal.append
+    )
+    sink.emit({}, "Nominated", "x")
+    sink.drain()
+    assert [str(e) for e in fatal] == ["missing permission"]
+
+
+def test_workloads_waiting_for_a_first_nominee_are_urgent() -> None:
+    assert _awaits_first_nominee(workload())
+    assert not _awaits_first_nominee(workload(nominatedClusterNames=["w1"]))
+    assert not _awaits_first_nominee(workload(clusterName="w1"))

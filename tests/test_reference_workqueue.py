@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dispatchers.reference.workqueue import WorkQueue
+from dispatchers.reference.workqueue import TokenBucket, WorkQueue
 
 
 class Clock:
@@ -70,16 +70,38 @@ def test_failures_back_off_exponentially_until_forgotten() -> None:
     assert q.rate_limited("a") == 1
 
 
+def test_urgent_keys_jump_the_normal_lane() -> None:
+    q = WorkQueue(Clock())
+    q.add("old")
+    q.add("escalating")
+    q.add("new", urgent=True)
+    q.add("escalating", urgent=True)  # moves, still once
+    assert drain(q) == ["new", "escalating", "old"]
+
+
+def test_urgency_added_while_processing_is_kept() -> None:
+    q = WorkQueue(Clock())
+    q.add("a")
+    q.add("b")
+    assert q.get(timeout=0) == "a"
+    q.add("a", urgent=True)
+    q.done("a")
+    assert drain(q) == ["a", "b"]
+
+
 def test_token_bucket_bounds_the_rate() -> None:
-    clock = Clock()
-    q = WorkQueue(clock, qps=2, burst=3)
-    for key in "abcdef":
-        q.add(key)
-    assert drain(q) == ["a", "b", "c"]
-    clock.now += 0.5  # one token
-    assert drain(q) == ["d"]
-    clock.now += 1.0
-    assert drain(q) == ["e", "f"]
+    clock, slept = Clock(), []
+    bucket = TokenBucket(qps=2, burst=3, clock=clock, sleep=slept.append)
+    for _ in range(3):
+        bucket.take()
+    assert slept == []
+    bucket.take()  # 4th within the same instant: half a second at 2/s
+    clock.now += 0.5
+    bucket.take()  # the refilled token went to the 4th: wait another 0.5 s
+    assert slept == [0.5, 0.5]
+    clock.now += 10
+    bucket.take()  # refilled (capped at burst)
+    assert slept == [0.5, 0.5]
 
 
 def test_shutdown_unblocks() -> None:

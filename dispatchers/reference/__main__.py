@@ -85,10 +85,11 @@ def _run(settings: Settings, controller_factory: Callable[..., Any] | None = Non
     from dispatchers.reference.kube import Kube, connect
     from dispatchers.reference.leader import KubeLeaseStore, LeaderElector
     from dispatchers.reference.metrics import Metrics
+    from dispatchers.reference.workqueue import TokenBucket
 
     _setup_logging(settings.log_level)
     log = logging.getLogger("mkdc.reference")
-    api = connect(settings.kubeconfig)
+    api = connect(settings.kubeconfig, pool_size=settings.workers + 12)  # + watches, events
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -99,7 +100,8 @@ def _run(settings: Settings, controller_factory: Callable[..., Any] | None = Non
         elector = LeaderElector(store, identity, settings.lease_duration)
     metrics = Metrics()
     metrics.serve(settings.metrics_port)
-    controller = (controller_factory or Controller)(settings, Kube(api), metrics, elector, stop)
+    kube = Kube(api, TokenBucket(settings.kube_qps, settings.kube_burst))
+    controller = (controller_factory or Controller)(settings, kube, metrics, elector, stop)
     log.info("starting", extra={"settings": {k: str(v) for k, v in vars(settings).items()}})
     threads = controller.start()
     while not stop.wait(1.0):

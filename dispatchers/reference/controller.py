@@ -18,6 +18,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from dispatchers.reference import model, policy, writes
+from dispatchers.reference.events import EventSink
 from dispatchers.reference.kube import Forbidden, Informer, Kube
 from dispatchers.reference.leader import LeaderElector
 from dispatchers.reference.metrics import Metrics
@@ -121,6 +122,10 @@ class Controller:
         self.planner = planner  # ``plan`` or a drop-in with its signature (faulty dispatchers)
         self.queue = WorkQueue()
         self.fatal: str | None = None
+        self.events = EventSink(
+            lambda wl, reason, msg: kube.event(wl, reason, msg, "mkdc-reference-dispatcher"),
+            self._on_fatal,
+        )
         self.informers = {
             plural: Informer(
                 kube,
@@ -136,15 +141,18 @@ class Controller:
 
     # --- wiring -------------------------------------------------------------------------
 
-    def start(self, workers: int = 2) -> list[threading.Thread]:
+    def start(self) -> list[threading.Thread]:
         threads = [
             threading.Thread(target=inf.run, name=f"watch-{p}", daemon=True)
             for p, inf in self.informers.items()
         ]
         threads += [
             threading.Thread(target=self._work, name=f"worker-{i}", daemon=True)
-            for i in range(workers)
+            for i in range(self.settings.workers)
         ]
+        threads.append(
+            threading.Thread(target=self.events.run, args=(self.stop,), name="events", daemon=True)
+        )
         if self.elector is not None:
             threads.append(threading.Thread(target=self._elect, name="leader", daemon=True))
         for thread in threads:
@@ -194,7 +202,7 @@ class Controller:
             if key in self.last_cluster or kind != "SYNC":
                 self.metrics.placement.observe(_age(obj, self.clock()))
             self.last_cluster[key] = str(placed)
-        self.queue.add(key)
+        self.queue.add(key, urgent=_awaits_first_nominee(obj))
 
     def _on_other(self, kind: str, obj: dict[str, Any]) -> None:
         if kind != "SYNC":  # a queue, check, config or cluster changed: look at all again
@@ -208,7 +216,8 @@ class Controller:
                 self.queue.add(key)
 
     def snapshot(self) -> dict[str, dict[str, dict[str, Any]]]:
-        return {p: inf.snapshot() for p, inf in self.informers.items()}
+        """Cached objects a decision reads (not the workloads: each decision reads its own)."""
+        return {p: inf.snapshot() for p, inf in self.informers.items() if p != "workloads"}
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -299,16 +308,18 @@ class Controller:
             },
         )
         if changed:
-            self._event(current, "Failover" if p.failure else "Nominated", d.reason)
+            self.events.emit(current, "Failover" if p.failure else "Nominated", d.reason)
         return d.requeue_after
 
-    def _event(self, workload: Mapping[str, Any], reason: str, message: str) -> None:
-        try:
-            self.kube.event(workload, reason, message, "mkdc-reference-dispatcher")
-        except Forbidden:
-            raise
-        except Exception as err:  # an Event is best effort
-            log.warning("event not recorded", extra={"error": str(err)[:200]})
+
+def _awaits_first_nominee(obj: Mapping[str, Any]) -> bool:
+    """Quota reserved, not placed, nobody nominated: the workload every burst should favour."""
+    status = obj.get("status") or {}
+    return (
+        not status.get("clusterName")
+        and not status.get("nominatedClusterNames")
+        and model.condition_true(obj, "QuotaReserved")
+    )
 
 
 def _age(obj: Mapping[str, Any], now: float) -> float:

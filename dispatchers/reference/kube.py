@@ -20,6 +20,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from dispatchers.reference.model import GROUP, VERSION
+from dispatchers.reference.workqueue import TokenBucket
 from dispatchers.reference.writes import MERGE
 
 log = logging.getLogger(__name__)
@@ -40,25 +41,33 @@ def forbidden(err: ApiException, verb: str, resource: str, namespace: str | None
     return Forbidden(f"missing permission: {verb} {resource}{where}; server said: {detail}")
 
 
-def connect(kubeconfig: str | None) -> client.ApiClient:
+def connect(kubeconfig: str | None, pool_size: int = 16) -> client.ApiClient:
+    """A client whose connection pool holds every watch plus every concurrent request:
+    a smaller pool silently opens (and TLS-handshakes) a new connection per request."""
+    cfg = client.Configuration()
     if kubeconfig:
-        api = config.new_client_from_config(config_file=kubeconfig)
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
     else:
-        config.load_incluster_config()
-        api = client.ApiClient()
-    api.configuration.retries = urllib3.Retry(total=0)
-    return api
+        config.load_incluster_config(client_configuration=cfg)
+    cfg.retries = urllib3.Retry(total=0)
+    cfg.connection_pool_maxsize = pool_size
+    return client.ApiClient(cfg)
 
 
 class Kube:
     """Typed-enough wrappers over CustomObjectsApi / CoreV1Api for the calls we make."""
 
-    def __init__(self, api: client.ApiClient) -> None:
+    def __init__(self, api: client.ApiClient, limiter: TokenBucket | None = None) -> None:
         self.api = api
         self.custom = client.CustomObjectsApi(api)
         self.core = client.CoreV1Api(api)
+        self.limiter = limiter  # bounds gets and writes; lists and watches are not counted
 
-    def _call(self, verb: str, resource: str, ns: str | None, fn: Callable[[], Any]) -> Any:
+    def _call(
+        self, verb: str, resource: str, ns: str | None, fn: Callable[[], Any], limit: bool = True
+    ) -> Any:
+        if limit and self.limiter is not None:
+            self.limiter.take()
         try:
             return fn()
         except ApiException as err:
@@ -74,6 +83,7 @@ class Kube:
             res,
             None,
             lambda: self.custom.list_cluster_custom_object(GROUP, VERSION, plural),
+            limit=False,
         )
         return list(data.get("items") or []), str(data["metadata"]["resourceVersion"])
 

@@ -79,6 +79,9 @@ class Settings:
     write_mode: str = "admission-policy"  # or kueue-admission, merge-patch (see writes.py)
     field_manager: str = "mkdc-reference-dispatcher"  # admission-policy and merge-patch modes
     identity: str = ""  # lease holder identity; "" = hostname_pid
+    workers: int = 4  # reconciles in parallel (each waits on API round trips, not the CPU)
+    kube_qps: float = 100.0  # client-side limit of API gets and writes, as client-go's QPS
+    kube_burst: int = 200
 
     def validated(self) -> Settings:
         """Return a normalised copy, or raise SettingsError for the first bad field."""
@@ -107,6 +110,18 @@ def _positive_duration(value: object) -> float:
     if seconds <= 0:
         raise ValueError("must be greater than zero")
     return seconds
+
+
+def _positive_number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"must be a number, got {value!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise ValueError(f"must be greater than zero, got {value!r}")
+    return number
 
 
 def _lease_duration(value: object) -> float:
@@ -207,6 +222,9 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "write_mode": _one_of(WRITE_MODES),
     "field_manager": _field_manager,
     "identity": _identity,
+    "workers": _int_in(1, 64),
+    "kube_qps": _positive_number,
+    "kube_burst": _int_in(1, 10000),
 }
 
 

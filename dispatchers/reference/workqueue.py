@@ -4,8 +4,11 @@ Why: watch events arrive in bursts (every status write of Kueue is one), a workl
 reconciled by one worker at a time, and a round timeout is a delayed requeue, not a poll.
 Guarantees: a key is queued at most once; a key added while being processed is handed out
 again after ``done``; ``add_after`` keeps the earliest due time; failures back off
-exponentially per key; an overall token bucket bounds the reconcile rate. The clock is
-injected so all of it is unit-tested without sleeping.
+exponentially per key; an urgent lane (workloads still waiting for their first nominee) is
+served before the normal one, so a burst of escalations never delays a new workload. The
+rate of API writes is bounded where they are made (``TokenBucket``), not here: most
+reconciles write nothing and should cost nothing. The clock is injected so all of it is
+unit-tested without sleeping.
 """
 
 from __future__ import annotations
@@ -26,28 +29,29 @@ class WorkQueue:
         *,
         base_delay: float = 0.2,
         max_delay: float = 60.0,
-        qps: float = 50.0,
-        burst: int = 200,
     ) -> None:
         self._clock = clock
         self._cond = threading.Condition()
+        self._urgent: deque[str] = deque()
         self._ready: deque[str] = deque()
         self._queued: set[str] = set()
         self._processing: set[str] = set()
-        self._dirty: set[str] = set()  # added while processing: hand out again after done
+        self._dirty: dict[str, bool] = {}  # added while processing -> urgent; again after done
         self._due: dict[str, float] = {}  # delayed keys
         self._heap: list[tuple[float, str]] = []
         self._failures: dict[str, int] = {}
         self._base, self._max = base_delay, max_delay
-        self._qps, self._burst = qps, float(burst)
-        self._tokens, self._filled = float(burst), clock()
         self._shutdown = False
 
-    def add(self, key: str) -> None:
-        """Queue now (a pending delayed entry is dropped: the reconcile reschedules)."""
+    def add(self, key: str, *, urgent: bool = False) -> None:
+        """Queue now (a pending delayed entry is dropped: the reconcile reschedules).
+        An urgent key already waiting in the normal lane moves to the urgent one."""
         with self._cond:
             self._due.pop(key, None)
-            self._enqueue(key)
+            if urgent and key in self._queued and key not in self._urgent:
+                self._ready.remove(key)
+                self._queued.discard(key)
+            self._enqueue(key, urgent)
 
     def add_after(self, key: str, delay: float) -> None:
         """Queue at ``now + delay``; an earlier due time already set wins."""
@@ -83,12 +87,11 @@ class WorkQueue:
         with self._cond:
             while not self._shutdown:
                 self._promote()
-                wait = self._take_token()
-                if self._ready and wait == 0:
-                    key = self._ready.popleft()
+                lane = self._urgent or self._ready
+                if lane:
+                    key = lane.popleft()
                     self._queued.discard(key)
                     self._processing.add(key)
-                    self._tokens -= 1
                     return key
                 now = self._clock()
                 if deadline is not None and now >= deadline:
@@ -96,8 +99,6 @@ class WorkQueue:
                 pause = [deadline - now] if deadline is not None else []
                 if self._heap:
                     pause.append(self._heap[0][0] - now)
-                if self._ready:
-                    pause.append(wait)
                 self._cond.wait(max(min(pause), 0.001) if pause else None)
         return None
 
@@ -106,8 +107,7 @@ class WorkQueue:
         with self._cond:
             self._processing.discard(key)
             if key in self._dirty:
-                self._dirty.discard(key)
-                self._enqueue(key)
+                self._enqueue(key, self._dirty.pop(key))
 
     def shutdown(self) -> None:
         with self._cond:
@@ -116,14 +116,14 @@ class WorkQueue:
 
     def __len__(self) -> int:
         with self._cond:
-            return len(self._ready) + len(self._due)
+            return len(self._urgent) + len(self._ready) + len(self._due)
 
-    def _enqueue(self, key: str) -> None:
+    def _enqueue(self, key: str, urgent: bool = False) -> None:
         if key in self._processing:
-            self._dirty.add(key)
+            self._dirty[key] = self._dirty.get(key, False) or urgent
         elif key not in self._queued:
             self._queued.add(key)
-            self._ready.append(key)
+            (self._urgent if urgent else self._ready).append(key)
             self._cond.notify()
 
     def _promote(self) -> None:
@@ -134,9 +134,34 @@ class WorkQueue:
                 del self._due[key]
                 self._enqueue(key)
 
-    def _take_token(self) -> float:
-        """Refill the bucket; seconds until a token is available (0: now)."""
-        now = self._clock()
-        self._tokens = min(self._burst, self._tokens + (now - self._filled) * self._qps)
-        self._filled = now
-        return 0.0 if self._tokens >= 1 else (1 - self._tokens) / self._qps
+
+class TokenBucket:
+    """Client-side rate limit of API requests, as client-go's QPS/Burst: ``take`` blocks
+    until a token is free. Shared by all workers so a burst of decisions cannot flood the
+    apiserver."""
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._qps, self._burst = qps, float(burst)
+        self._tokens, self._filled = float(burst), clock()
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        """Take a token now (the bucket may go negative); seconds to wait before using it."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self._burst, self._tokens + (now - self._filled) * self._qps)
+            self._filled = now
+            self._tokens -= 1
+            return 0.0 if self._tokens >= 0 else -self._tokens / self._qps
+
+    def take(self) -> None:
+        wait = self.reserve()
+        if wait > 0:
+            self._sleep(wait)

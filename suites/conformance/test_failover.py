@@ -1,23 +1,35 @@
-"""Failover: provisioning fails on a worker; the workload moves on instead of retrying it."""
+"""Failover: provisioned capacity is lost on the worker running the workload; the
+workload moves on to another worker instead of going back to the one that failed."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.autoscaler import FAIL, PROVISION, Behaviour
+from harness.autoscaler import PROVISION, Behaviour
+from harness.timeline import Kind
 from suites.expectations import conforms, placement_timeout, skip_if_slow
 
 
 @pytest.mark.checks("EXT-09")
 def test_provisioning_failover(scenario):
-    """The fake autoscaler fails the first worker's request; the second worker provisions."""
-    first, second = [w.name for w in scenario.ctx.env.workers][:2]
-    scenario.with_workers(
-        [first, second], capacity={first: 1, second: 1}, provisioning=[first, second]
-    )
-    target = scenario.cluster(second)
-    skip_if_slow(scenario, placement_timeout(scenario, target))
-    scenario.autoscale({first: Behaviour(FAIL, after=2), second: Behaviour(PROVISION, after=2)})
+    """Every worker autoscales. Once the workload runs, its worker's ProvisioningRequest
+    fails (Kueue retries the check there and evicts it; the manager sees the eviction);
+    the next dispatch must start past that worker, and the workload runs elsewhere."""
+    members = [w.name for w in scenario.ctx.env.workers][:3]
+    scenario.with_workers(members, capacity=dict.fromkeys(members, 1), provisioning=members)
+    last = scenario.cluster(members[-1])
+    skip_if_slow(scenario, placement_timeout(scenario, last))
+    autoscaler = scenario.autoscale(dict.fromkeys(members, Behaviour(PROVISION, after=2)))
     workload = scenario.submit("job")
-    scenario.wait_placed(workload, timeout=placement_timeout(scenario, target, extra=30))
-    conforms(scenario, expected_cluster=target)
+    placed = scenario.wait_placed(workload, timeout=placement_timeout(scenario, last))
+    worker = scenario.members[placed]
+    scenario.mark("lose-capacity", worker=worker, requests=autoscaler.lose_capacity(worker))
+    scenario.wait_until(
+        f"{workload} to be placed off {placed}",
+        lambda tl: any(
+            e.data.get("cluster") and e.data["cluster"] != placed
+            for e in tl.of(workload).where(Kind.PLACEMENT)
+        ),
+        timeout=placement_timeout(scenario, last, extra=60),
+    )
+    conforms(scenario)
