@@ -8,10 +8,10 @@ failure a manager-side dispatcher sees, because only an admitted workload's
 eviction reaches the manager. Kueue retries the check, the worker evicts and
 requeues its copy, and the manager evicts the workload.
 
-Not CapacityRevoked: Kueue rejects the check, deactivates the worker copy and
-MultiKueue deletes it, and the manager's eviction never completes (its Job keeps
-the active count last copied from the deleted worker Job), so the workload is
-stranded (Kueue v0.19.2).
+Not CapacityRevoked, and never failing every retry: when Kueue rejects the check
+it deactivates the worker copy, MultiKueue deletes it, and the manager's eviction
+never completes (its Job keeps the active count last copied from the deleted
+worker Job), so the workload is stranded (Kueue v0.19.2 and v0.17.1).
 """
 
 from __future__ import annotations
@@ -64,8 +64,10 @@ class FakeAutoscaler:
 
     def lose_capacity(self, worker: str) -> list[str]:
         """Fail every provisioned request on ``worker`` (Kueue retries the check, which
-        evicts the workload there); later requests there fail too."""
-        self.set(worker, Behaviour(FAIL, after=0))
+        evicts the workload there); later requests there stay pending: the capacity is
+        gone, and failing them too would exhaust Kueue's retries, deactivate the copy and
+        strand the manager's workload (see the module docstring)."""
+        self.set(worker, Behaviour(PENDING))
         resource = self.workers[worker].resource(API, "ProvisioningRequest")
         revoked = []
         for pr in resource.get(namespace=self.namespace).to_dict()["items"]:

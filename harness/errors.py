@@ -9,3 +9,9 @@ class UserError(Exception):
     The message must be one line that says what is wrong and where, so the CLI can
     print it as is (no traceback) and exit with status 2.
     """
+
+
+class EnvironmentLimit(Exception):
+    """The environment cannot set up what a scenario needs (e.g. this Kueue version does
+    not keep a cluster inactive): its checks are reported skipped with this reason, never
+    passed or failed."""

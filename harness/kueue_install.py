@@ -151,7 +151,9 @@ def write_mode_supported(mode: str, manifests: Manifests, kubernetes_minor: int)
     if mode == ADMISSION_POLICY:
         if not admission_policy_path(manifests).exists():
             return (
-                "this Kueue ships no clear-nominated-cluster-names MutatingAdmissionPolicy (v0.19+)"
+                "this Kueue ships no clear-nominated-cluster-names MutatingAdmissionPolicy "
+                "(v0.19+): use a profile whose nominationWrites is kueue-admission "
+                "(e.g. reference-kueue-admission)"
             )
         if kubernetes_minor < 36:
             return "MutatingAdmissionPolicy admissionregistration.k8s.io/v1 needs Kubernetes 1.36+"

@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -36,11 +37,32 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A port on 127.0.0.1 that is free now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port on 127.0.0.1 that is free now, below the kernel's ephemeral range.
+
+    Why not port 0: the OS then picks from the ephemeral range, which every outgoing
+    connection of every process also draws from, so between this call and the server's
+    bind a client socket can take the port ("address already in use" at start). Ports
+    handed out by this process are never handed out again.
+    """
+    low = _ephemeral_low()
+    for _ in range(1000):
+        port = random.randrange(10000, low)
+        if port not in _HANDED_OUT and not port_in_use(port):
+            _HANDED_OUT.add(port)
+            return port
+    raise OSError(f"no free port on 127.0.0.1 between 10000 and {low}")
+
+
+def _ephemeral_low() -> int:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return max(low, 10001)
 
 
 def port_in_use(port: int) -> bool:

@@ -24,6 +24,7 @@ from harness import inventory, kube, multikueue, workloads
 from harness.autoscaler import Behaviour, FakeAutoscaler
 from harness.durations import parse_duration
 from harness.environment import Cluster, Environment
+from harness.errors import EnvironmentLimit
 from harness.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
 from harness.multikueue import API
 from harness.profile import Profile
@@ -33,6 +34,7 @@ from harness.timeline import MANAGER, Event, Kind, Timeline
 Quota = Mapping[str, str]
 NO_CAPACITY: Quota = {}
 CLOSED_SERVER = "https://127.0.0.1:1"  # nothing listens: the cluster becomes inactive
+HOLD_INACTIVE = 2.0  # seconds an inactive cluster must stay so before a scenario uses it
 
 
 @dataclass
@@ -255,6 +257,7 @@ class Scenario:
         resource = self.manager.resource("v1", "Secret")
         data = resource.get(name=secret, namespace=NAMESPACE).to_dict()["data"]
         self._saved_secrets[secret] = data
+        since = self.ctx.recorder.now()
         config = yaml.safe_load(base64.b64decode(data["kubeconfig"]))
         for c in config["clusters"]:
             c["cluster"]["server"] = CLOSED_SERVER
@@ -266,7 +269,20 @@ class Scenario:
             },
             content_type="application/merge-patch+json",
         )
-        self.wait_until(f"{name} to be inactive", lambda tl: not self._active(name), timeout=60)
+        limit = EnvironmentLimit(
+            f"Kueue {self.ctx.env.kueue_version} marked {name} inactive, then Active again "
+            "while its kubeconfig still points at a closed port: an inactive cluster cannot "
+            "be held"
+        )
+        try:
+            self.wait_until(f"{name} to be inactive", lambda tl: not self._active(name), timeout=60)
+        except TimeoutError:
+            if self._went_inactive(name, since):
+                raise limit from None
+            raise
+        self.observe(HOLD_INACTIVE)  # Kueue v0.17 flips it back within milliseconds
+        if self._active(name):
+            raise limit
 
     def make_active(self, worker: str) -> None:
         name = self.cluster(worker)
@@ -278,6 +294,12 @@ class Scenario:
             content_type="application/merge-patch+json",
         )
         multikueue.wait_active(self.manager, [name], [], timeout=60)
+
+    def _went_inactive(self, name: str, since: float) -> bool:
+        return any(
+            e.data.get("cluster") == name and not e.data.get("active") and e.t >= since
+            for e in self.timeline().where(Kind.CLUSTER_ACTIVE)
+        )
 
     def _active(self, name: str) -> bool:
         obj = self.manager.resource(API, "MultiKueueCluster").get(name=name).to_dict()
@@ -529,11 +551,22 @@ def workload_priority_class(name: str, value: int) -> dict[str, Any]:
 
 
 def provisioning_request_config(name: str) -> dict[str, Any]:
+    """Kueue retries a failed request after backoffBaseSeconds (default 60 s, doubling)
+    before it evicts the workload; a short base keeps failover scenarios about the
+    dispatcher rather than about that wait."""
     return {
         "apiVersion": API,
         "kind": "ProvisioningRequestConfig",
         "metadata": {"name": name},
-        "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": []},
+        "spec": {
+            "provisioningClassName": "queued-provisioning.gke.io",
+            "managedResources": [],
+            "retryStrategy": {
+                "backoffLimitCount": 3,
+                "backoffBaseSeconds": 1,
+                "backoffMaxSeconds": 10,
+            },
+        },
     }
 
 

@@ -70,6 +70,8 @@ def test_death_at_start_names_the_log(tmp_path):
 def test_free_port_is_free_and_detects_use():
     port = procs.free_port()
     assert not procs.port_in_use(port)
+    assert port < procs._ephemeral_low()  # no race with clients' ephemeral ports
+    assert port not in {procs.free_port() for _ in range(50)}  # never handed out twice
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
         s.listen()

@@ -316,3 +316,12 @@ def test_resolve_unknown_name_lists_available() -> None:
 def test_resolve_missing_path(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such file"):
         resolve_profile(tmp_path / "nope.yaml")
+
+
+def test_kueue_admission_variant_differs_from_reference_only_in_how_it_writes() -> None:
+    base, variant = load_profile("reference"), load_profile("reference-kueue-admission")
+    assert variant.nomination_writes == "kueue-admission" != base.nomination_writes
+    assert variant.claims == base.claims and variant.knobs == base.knobs
+    assert variant.dispatcher_name == base.dispatcher_name
+    swapped = ["kueue-admission" if arg == "admission-policy" else arg for arg in base.run.command]
+    assert list(variant.run.command) == swapped

@@ -110,6 +110,15 @@ def test_lost_remote_uses_the_placement_seen_before() -> None:
     assert failure is not None and failure.cluster == "w2"
 
 
+def test_kueue_0_17_check_eviction_uses_the_placement_seen_before() -> None:
+    message = "Previously: At least one admission check is false"
+    wl = workload()
+    wl["status"]["conditions"].append(cond("Evicted", "False", "QuotaReserved", message))
+    assert model.failure_of(wl) is None
+    failure = model.failure_of(wl, last_cluster="w1")
+    assert failure is not None and failure.cluster == "w1"
+
+
 def test_manager_side_preemption_is_no_worker_failure() -> None:
     wl = workload()
     preempted = cond("Evicted", "False", "QuotaReserved", "Previously: Preempted to accommodate")

@@ -144,6 +144,9 @@ class Failure:
     why: str
 
 
+_CHECK_EVICTION = "admission check is false"  # v0.17: the worker is not named
+
+
 def failure_of(workload: Obj, last_cluster: str | None = None) -> Failure | None:
     """The latest failure on a worker that is visible on the manager Workload.
 
@@ -154,14 +157,15 @@ def failure_of(workload: Obj, last_cluster: str | None = None) -> Failure | None
     transition time. The dispatcher only acts on pending workloads, so it sees the second
     form, once per eviction: its transition time is the deduplication mark (the check's
     state is reset to Pending by then, so it is not read). ``last_cluster`` is the placement
-    this process saw before, for messages that name no cluster ("Admitting remote lost").
+    this process saw before, for messages that name no cluster ("Admitting remote lost";
+    Kueue v0.17's "At least one admission check is false").
     """
     evicted = condition(workload, "Evicted")
     if evicted is None:
         return None
     message = str(evicted.get("message") or "")
     cluster = cluster_in(message)
-    if cluster is None and "Admitting remote" in message:
+    if cluster is None and ("Admitting remote" in message or _CHECK_EVICTION in message.lower()):
         cluster = last_cluster
     if not cluster:
         return None

@@ -20,6 +20,7 @@ import pytest
 
 from harness import control
 from harness.environment import Environment
+from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
 from harness.recorder import Recorder
 from harness.scenario import Context, Scenario
@@ -42,11 +43,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     session = _session()
     profile = load_profile(session["profile"])
-    wanted, unwanted = set(session["checks"]), set(session["skipChecks"])
     features = set(profile.claims.features)
     for item in items:
-        ids = _check_ids(item)
-        decided = [c for c in ids if (not wanted or c in wanted) and c not in unwanted]
+        decided = _decided(item, session)
         if not decided:
             item.add_marker(pytest.mark.skip(reason="filtered out by --checks/--skip-checks"))
             continue
@@ -69,6 +68,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _check_ids(item: pytest.Item) -> list[str]:
     marker = item.get_closest_marker("checks")
     return list(marker.args) if marker else []
+
+
+def _decided(item: pytest.Item, session: dict) -> list[str]:
+    """The item's checks that this session judges (--checks / --skip-checks)."""
+    wanted, unwanted = set(session["checks"]), set(session["skipChecks"])
+    return [c for c in _check_ids(item) if (not wanted or c in wanted) and c not in unwanted]
 
 
 def _missing_capability(item: pytest.Item, session: dict) -> bool:
@@ -121,6 +126,17 @@ def _first_line(report: pytest.TestReport) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
     text = crash.message if crash is not None else str(report.longrepr)
     return text.strip().splitlines()[0][:300] if text.strip() else "error"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function):
+    """A scenario the environment cannot set up is skipped, with the reason in the report."""
+    try:
+        return (yield)
+    except EnvironmentLimit as err:
+        session = _session()
+        expectations.record_skipped(session, _decided(pyfuncitem, session), f"environment: {err}")
+        pytest.skip(f"environment: {err}")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
