@@ -16,14 +16,10 @@ import argparse
 import contextlib
 import json
 import sys
-import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import psutil
-
-from harness import inventory, kube, multikueue, versions, workloads
+from harness import inventory, kube, multikueue, sampling, versions, workloads
 from harness.environment import Cluster
 from harness.local import LocalProvider
 from harness.profile import load_profile
@@ -31,35 +27,6 @@ from harness.recorder import Recorder
 from harness.run import _start_dispatcher
 from harness.timeline import Kind
 from suites.checks import percentile
-
-
-class ProcessSampler:
-    """Peak RSS and CPU seconds of a set of processes (found by a callable)."""
-
-    def __init__(self, pids: Callable[[], list[int]]) -> None:
-        self.pids = pids
-        self.peak_rss = 0
-        self.cpu: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            for pid in self.pids():
-                with contextlib.suppress(psutil.Error):
-                    proc = psutil.Process(pid)
-                    rss = sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)])
-                    self.peak_rss = max(self.peak_rss, rss)
-                    times = proc.cpu_times()
-                    self.cpu[pid] = times.user + times.system
-
-    def __enter__(self) -> ProcessSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def main() -> None:
@@ -90,14 +57,12 @@ def main() -> None:
             kube.apply(worker.dyn, multikueue.cluster_queue("mkdc", {"cpu": "0", "memory": "0"}))
         if profile.run:
             runner, _users = _start_dispatcher(profile, env, inventory.new_run_id(), stack)
-            dispatcher = runner.supervisor.procs["dispatcher-0"].popen.pid
-            pids = lambda: [dispatcher]  # noqa: E731
+            measured = runner.supervisor.procs["dispatcher-0"].popen.pid
         else:
-            kueue = provider.supervisor.procs["manager-kueue"].popen.pid  # type: ignore[union-attr]
-            pids = lambda: [kueue]  # noqa: E731
+            measured = provider.supervisor.procs["manager-kueue"].popen.pid  # type: ignore[union-attr]
         recorder = Recorder(env).start()
         stack.callback(recorder.stop)
-        with ProcessSampler(pids) as sampler:
+        with sampling.ProcessSampler(lambda: sampling.with_children(measured)) as sampler:
             started = time.monotonic()
             with ThreadPoolExecutor(max_workers=8) as pool:
                 jobs = (workloads.job(f"b{i}", "mkdc", "mkdc") for i in range(args.workloads))

@@ -14,13 +14,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import psutil
 
-from harness import versions
+from harness import sampling, versions
 from harness.local import LocalProvider
 
 
@@ -40,42 +39,6 @@ def cold_build_seconds() -> float:
     return elapsed
 
 
-class RssSampler:
-    """Samples the summed RSS of every process in the provider's groups."""
-
-    def __init__(self, provider: LocalProvider, interval: float = 0.5) -> None:
-        self.provider = provider
-        self.interval = interval
-        self.peak = 0
-        self.last = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            sup = self.provider.supervisor
-            if sup is not None:
-                pgids = {m.pgid for m in list(sup.procs.values())}
-                total = 0
-                for proc in psutil.process_iter(["pid"]):
-                    try:
-                        if os.getpgid(proc.pid) in pgids:
-                            total += proc.memory_info().rss
-                    except (psutil.Error, ProcessLookupError):
-                        continue
-                self.last = total
-                self.peak = max(self.peak, total)
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workers", type=int, default=4)
@@ -92,18 +55,23 @@ def main() -> None:
     provider = LocalProvider(
         versions.select(), workers=args.workers, progress=lambda m: print(m, file=sys.stderr)
     )
-    with RssSampler(provider) as sampler:
+
+    def provider_processes() -> list[psutil.Process]:
+        sup = provider.supervisor
+        return sampling.in_groups({m.pgid for m in list(sup.procs.values())}) if sup else []
+
+    with sampling.ProcessSampler(provider_processes) as sampler:
         started = time.monotonic()
         try:
             provider.up()
             result["upSeconds"] = round(time.monotonic() - started, 1)
             time.sleep(args.settle)
-            result["steadyRssMiB"] = round(sampler.last / 2**20)
+            result["steadyRssMiB"] = round(sampler.last_rss / 2**20)
         finally:
             started = time.monotonic()
             provider.down()
             result["downSeconds"] = round(time.monotonic() - started, 1)
-    result["peakRssMiB"] = round(sampler.peak / 2**20)
+    result["peakRssMiB"] = round(sampler.peak_rss / 2**20)
     leftovers = [
         p.info
         for p in psutil.process_iter(["pid", "name"])

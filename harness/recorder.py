@@ -189,6 +189,11 @@ def audit_write(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         "subresource": ref.get("subresource", ""),
         "code": int((entry.get("responseStatus") or {}).get("code") or 0),
     }
+    request = entry.get("requestObject")
+    status = request.get("status") if isinstance(request, dict) else None
+    if isinstance(status, dict) and isinstance(status.get("nominatedClusterNames"), list):
+        # what was asked for: a rejected write (e.g. too many names) leaves no other trace
+        data["names"] = [str(n) for n in status["nominatedClusterNames"]]
     return key, data
 
 

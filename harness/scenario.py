@@ -551,22 +551,15 @@ def workload_priority_class(name: str, value: int) -> dict[str, Any]:
 
 
 def provisioning_request_config(name: str) -> dict[str, Any]:
-    """Kueue retries a failed request after backoffBaseSeconds (default 60 s, doubling)
-    before it evicts the workload; a short base keeps failover scenarios about the
-    dispatcher rather than about that wait."""
+    """Kueue's default retry strategy (a failed request is retried after 60 s, doubling).
+    A 1 s base makes the worker evict at once, and then the manager's eviction can start
+    before the worker Job's stop reaches the manager Job: the manager keeps the quota and
+    the workload is stranded (seen on v0.19.2), so failover scenarios keep the default."""
     return {
         "apiVersion": API,
         "kind": "ProvisioningRequestConfig",
         "metadata": {"name": name},
-        "spec": {
-            "provisioningClassName": "queued-provisioning.gke.io",
-            "managedResources": [],
-            "retryStrategy": {
-                "backoffLimitCount": 3,
-                "backoffBaseSeconds": 1,
-                "backoffMaxSeconds": 10,
-            },
-        },
+        "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": []},
     }
 
 

@@ -48,13 +48,22 @@ def job(
                         {
                             "name": "main",
                             "image": "registry.invalid/mkdc/sleep:1",
-                            "resources": {"requests": requests or {"cpu": "1", "memory": "1Gi"}},
+                            "resources": _resources(requests or {"cpu": "1", "memory": "1Gi"}),
                         }
                     ],
                 },
             },
         },
     }
+
+
+def _resources(requests: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Requests, plus equal limits for extended resources (nvidia.com/gpu...), which
+    Kubernetes accepts only with a limit equal to the request."""
+    extended = {
+        k: v for k, v in requests.items() if "/" in k and not k.startswith("kubernetes.io/")
+    }
+    return {"requests": dict(requests), **({"limits": extended} if extended else {})}
 
 
 def submit(cluster: Cluster, doc: dict[str, Any]) -> dict[str, Any]:

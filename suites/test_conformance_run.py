@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from harness.report import verify_report
 
+PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
 QUICK = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07"
 
 
@@ -30,3 +32,36 @@ def test_reference_conforms_on_the_quick_checks(selected_versions, tmp_path) -> 
     assert {results[c] for c in QUICK.split(",")} == {"passed"}, results
     assert verify_report(report_dir / "report.yaml") == []
     assert (report_dir / "junit.xml").exists() and (report_dir / "report.html").exists()
+
+
+SHAPE = {
+    "workerClusterQueue": "gpu-cluster-queue",
+    "resource": "nvidia.com/gpu",
+    "flavor": "gpu-flavor",
+    "workerKubeconfigSecret": "{cluster}-kubeconfig",
+    "priorityClasses": ["low", "high"],
+    "apiVersion": "v1beta1",
+}
+
+
+@pytest.mark.e2e
+def test_a_vendor_shaped_environment_is_built_and_reported(selected_versions, tmp_path) -> None:
+    """A dispatcher that assumes one fixed worker ClusterQueue, GPUs in a named flavor and
+    the older API version gets that environment (scenarios then run one at a time)."""
+    doc = yaml.safe_load((PROFILES / "reference.yaml").read_text())
+    doc["metadata"]["name"] = "reference-gpu-shaped"
+    doc["spec"]["environment"] = SHAPE
+    profile = tmp_path / "shaped.yaml"
+    profile.write_text(yaml.safe_dump(doc))
+    report_dir = tmp_path / "report"
+    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", str(profile)]
+    argv += ["--checks", "CORE-01,CORE-04", "--report-dir", str(report_dir)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "one at a time" in proc.stderr
+    report = yaml.safe_load((report_dir / "report.yaml").read_text())
+    assert {c["id"]: c["result"] for c in report["checks"]}["CORE-04"] == "passed"
+    shape = report["environment"]["shape"]
+    assert shape["workerClusterQueue"] == "gpu-cluster-queue"
+    assert (shape["resource"], shape["flavor"]) == ("nvidia.com/gpu", "gpu-flavor")
+    assert report["environment"]["kueueApiVersion"] == "v1beta1"

@@ -124,6 +124,19 @@ CASES = [
         "t=2.0s",
         bounds=B.with_scenario(max_nominations=2),
     ),
+    Case(  # an accepted write is judged by the NOMINATION it produced
+        "CORE-02",
+        "accepted-write",
+        Story().write(1, "mkdc", names=["w1", "w2"]).nominate(1.1, "w1", "w2"),
+    ),
+    fail(
+        "CORE-02",
+        "rejected-too-long",
+        Story().write(2, "mkdc", code=422, names=["w1", "w2", "w3"]),
+        "tried (code 422) 3 clusters",
+        "max 2",
+        bounds=B.with_scenario(max_nominations=2),
+    ),
     # CORE-03
     Case(
         "CORE-03",
@@ -589,6 +602,22 @@ def burst(n: int, unplaced: tuple[int, ...] = (), until: float = 30.0) -> Story:
 CASES += [
     Case("CORE-09", "all-placed", burst(10)),
     fail("CORE-09", "stuck", burst(10, unplaced=(3,), until=200), "1/10", "ns/b3", "never placed"),
+    Case(  # ran to completion, but Kueue never recorded clusterName: it was not stuck
+        "CORE-09",
+        "finished-unplaced",
+        burst(10, unplaced=(3,), until=200)
+        .add(40, Kind.JOB_FINISHED, "w1", of="ns/b3", condition="Complete")
+        .add(42, Kind.FINISHED, of="ns/b3"),
+    ),
+    fail(
+        "CORE-09",
+        "failed-unplaced",
+        burst(10, unplaced=(3,), until=200)
+        .add(40, Kind.JOB_FINISHED, "w1", of="ns/b3", condition="Failed")
+        .add(42, Kind.FINISHED, of="ns/b3"),
+        "ns/b3",
+        "never placed",
+    ),
     unclear("CORE-09", "no-workloads", Story().mark(5)),
 ]
 

@@ -101,22 +101,19 @@ def test_eviction_while_evicted_has_the_same_shape() -> None:
     assert model.failure_of(wl) == model.Failure("w1", "Evicted@T1", f"evicted from w1: {EVICTED}")
 
 
-def test_lost_remote_uses_the_placement_seen_before() -> None:
-    message = "Previously: Evicted due to AdmissionCheck in Retry state: mk: Admitting remote lost"
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Previously: Evicted due to AdmissionCheck in Retry state: mk: Admitting remote lost",
+        "Previously: At least one admission check is false",  # Kueue v0.17
+    ],
+)
+def test_messages_naming_no_worker_use_the_placement_seen_before(message: str) -> None:
     wl = workload()
     wl["status"]["conditions"].append(cond("Evicted", "False", "QuotaReserved", message))
     assert model.failure_of(wl) is None
     failure = model.failure_of(wl, last_cluster="w2")
     assert failure is not None and failure.cluster == "w2"
-
-
-def test_kueue_0_17_check_eviction_uses_the_placement_seen_before() -> None:
-    message = "Previously: At least one admission check is false"
-    wl = workload()
-    wl["status"]["conditions"].append(cond("Evicted", "False", "QuotaReserved", message))
-    assert model.failure_of(wl) is None
-    failure = model.failure_of(wl, last_cluster="w1")
-    assert failure is not None and failure.cluster == "w1"
 
 
 def test_manager_side_preemption_is_no_worker_failure() -> None:

@@ -36,3 +36,16 @@ def test_an_api_version_the_manager_does_not_serve_is_a_user_error(monkeypatch) 
     run._require_api_version(env, None)
     with pytest.raises(UserError, match="v1alpha1 is not served by Kueue v0.19.2 .*v1beta2"):
         run._require_api_version(env, "v1alpha1")
+
+
+def test_extended_resources_get_limits_equal_to_requests() -> None:
+    from harness.workloads import job
+
+    gpu = job("j", "ns", "q", requests={"nvidia.com/gpu": "1", "memory": "1Gi"})
+    resources = gpu["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert resources == {
+        "requests": {"nvidia.com/gpu": "1", "memory": "1Gi"},
+        "limits": {"nvidia.com/gpu": "1"},
+    }
+    plain = job("j", "ns", "q")["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert "limits" not in plain

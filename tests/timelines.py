@@ -65,7 +65,9 @@ class Story:
         code: int = 200,
         changed: bool = True,
         workload: str | None = None,
+        names: list[str] | None = None,
     ) -> Story:
+        extra = {} if names is None else {"names": names}
         return self.add(
             t,
             Kind.WRITE,
@@ -75,6 +77,7 @@ class Story:
             subresource=subresource,
             code=code,
             changed=changed,
+            **extra,
         )
 
     # worker copies, jobs, autoscaling
