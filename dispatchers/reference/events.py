@@ -25,7 +25,7 @@ class EventSink:
         self, post: Post, on_forbidden: Callable[[Exception], None], capacity: int = 1000
     ) -> None:
         self._post, self._on_forbidden = post, on_forbidden
-        self._queue: queue.Queue[tuple[Mapping[str, Any], str, str] | None] = queue.Queue(capacity)
+        self._queue: queue.Queue[tuple[Mapping[str, Any], str, str]] = queue.Queue(capacity)
         self.dropped = 0
 
     def emit(self, workload: Mapping[str, Any], reason: str, message: str) -> None:
@@ -41,8 +41,7 @@ class EventSink:
                 item = self._queue.get(timeout=0.5)
             except queue.Empty:
                 continue
-            if item is not None:
-                self._send(*item)
+            self._send(*item)
 
     def drain(self) -> None:
         """Post everything queued now, in this thread."""
@@ -51,8 +50,7 @@ class EventSink:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if item is not None:
-                self._send(*item)
+            self._send(*item)
 
     def _send(self, workload: Mapping[str, Any], reason: str, message: str) -> None:
         try:
