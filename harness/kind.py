@@ -121,12 +121,6 @@ def render_kind_config(role: str, v: Versions, config_dir: Path = CONFIG_DIR) ->
     return cfg
 
 
-def release_defaults(man: toolchain.Manifests) -> dict[str, Any]:
-    """The controller_manager_config.yaml Kueue's release ships (from the module cache)."""
-    path = man.kueue_dir / "config/components/manager/controller_manager_config.yaml"
-    return yaml.safe_load(path.read_text()) or {}
-
-
 def kueue_configuration(
     defaults: dict[str, Any],
     *,
@@ -440,7 +434,7 @@ class KindProvider:
         for c in clusters:
             self._write_kubeconfig(c)
         self.progress("installing Kueue (and KWOK on workers)")
-        defaults = release_defaults(man)
+        defaults = kueue_install.release_defaults(man)
         self._each(clusters, lambda c: self._install(c, man, defaults))
         env = self.environment(clusters)
         self.progress("wiring MultiKueue")

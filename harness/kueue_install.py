@@ -36,6 +36,12 @@ def config_api_version(kueue_version: str) -> str:
     )
 
 
+def release_defaults(man: Manifests) -> dict[str, Any]:
+    """The controller_manager_config.yaml Kueue's release ships (from the module cache)."""
+    path = man.kueue_dir / "config/components/manager/controller_manager_config.yaml"
+    return yaml.safe_load(path.read_text()) or {}
+
+
 def kueue_configuration(
     *,
     kueue_version: str,
@@ -45,8 +51,14 @@ def kueue_configuration(
     manager: bool,
     dispatcher_name: str | None = None,
     extra: dict[str, Any] | None = None,
+    release: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The Configuration for one kueue process (manager or worker)."""
+    """The Configuration for one kueue process (manager or worker).
+
+    `release` is the release's shipped configuration: its controller concurrency is
+    kept, because Kueue's controllers default to one worker each without it, and a
+    single busy MultiKueue workload controller delays every other workload by tens of
+    seconds (one reconcile at a time across all scenarios sharing the manager)."""
     cfg: dict[str, Any] = {
         "apiVersion": config_api_version(kueue_version),
         "kind": "Configuration",
@@ -60,6 +72,8 @@ def kueue_configuration(
         "integrations": {"frameworks": ["batch/job"]},
         "featureGates": {"VisibilityOnDemand": False},
     }
+    if release and "controller" in release:
+        cfg["controller"] = copy.deepcopy(release["controller"])
     if manager:
         multikueue: dict[str, Any] = {"gcInterval": "30s", "workerLostTimeout": "2m"}
         if dispatcher_name:

@@ -436,6 +436,7 @@ class LocalProvider:
             manager=not c.is_worker,
             dispatcher_name=self.dispatcher_name,
             extra=self.kueue_extra if not c.is_worker else None,
+            release=kueue_install.release_defaults(man),
         )
         config_path = c.dir / "kueue-config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -10,8 +10,9 @@ and asserts that the kills failed, named in the report, and nothing else failed.
 checks. A fault that survives is a hole in a check (fix the check, not the dispatcher).
 
 The kill matrix (faulty dispatcher x check: killed / survived / —) is printed and written
-to ``reports/selftest/kill-matrix.md``. Exit 1 if any expectation does not hold, 2 if a run
-could not be made at all (bad profile, environment error).
+to ``reports/selftest/kill-matrix.md`` (``reports/selftest-quick/`` with ``--quick``).
+Exit 1 if any expectation does not hold, 2 if a run could not be made at all (bad
+profile, environment error).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_ROOT = Path("reports/selftest")
+QUICK_REPORT_ROOT = Path("reports/selftest-quick")  # a quick run never wipes a full one
 MATRIX_FILE = "kill-matrix.md"
 MUST_FAIL_ANNOTATION = "mkdc.example/must-fail"  # faulty profiles repeat their kills here
 ANY = ("CORE-02", "CORE-05")  # judged on every scenario that runs: free controls
@@ -253,13 +255,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}; no baselines")
     p.add_argument("--only", help="these faults (comma separated)")
     p.add_argument("--no-baselines", action="store_true", help="skip reference and built-ins")
-    p.add_argument("--report-root", type=Path, default=REPORT_ROOT)
+    p.add_argument(
+        "--report-root",
+        type=Path,
+        help=f"default {REPORT_ROOT}, or {QUICK_REPORT_ROOT} with --quick",
+    )
     p.add_argument("--profile-dir", type=Path, help="profiles from here, not the built-in ones")
     p.add_argument("--list", action="store_true", help="print the expectation table and exit")
     p.add_argument("--matrix", action="store_true", help="no runs: matrix of existing reports")
     p.add_argument("--write-profiles", action="store_true", help="regenerate faulty-*.yaml")
     p.add_argument("mkdc_args", nargs="*", help="passed to mkdc run (after --), e.g. -n 1")
     args = p.parse_args(argv)
+    if args.report_root is None:
+        args.report_root = QUICK_REPORT_ROOT if args.quick else REPORT_ROOT
     from suites.checks import CATALOGUE
 
     names = {cid: c.name for cid, c in CATALOGUE.items()}

@@ -147,7 +147,7 @@ def test_missing_kind_config_is_a_user_error(tmp_path):
 
 
 def test_kueue_configuration_keeps_release_defaults(manifests):
-    defaults = kind.release_defaults(manifests)
+    defaults = kueue_install.release_defaults(manifests)
     cfg = kind.kueue_configuration(
         defaults,
         kueue_version="0.19.2",
@@ -179,7 +179,10 @@ def test_kueue_configuration_from_the_real_release():
     except UserError as exc:
         pytest.skip(f"module cache unavailable: {exc}")
     cfg = kind.kueue_configuration(
-        kind.release_defaults(man), kueue_version=V.kueue, manager=True, dispatcher_name="d/x"
+        kueue_install.release_defaults(man),
+        kueue_version=V.kueue,
+        manager=True,
+        dispatcher_name="d/x",
     )
     assert cfg["leaderElection"]["leaderElect"] is True
     assert cfg["internalCertManagement"]["enable"] is True

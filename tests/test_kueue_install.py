@@ -37,6 +37,22 @@ def test_configuration_disables_what_needs_a_pod(tmp_path: Path):
     assert cfg["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 2}
 
 
+def test_configuration_keeps_the_release_controller_concurrency(tmp_path: Path, manifests):
+    """Without it every Kueue controller runs one reconcile at a time (not as deployed)."""
+    release = kueue_install.release_defaults(manifests)
+    cfg = kueue_install.kueue_configuration(
+        kueue_version="0.19.2",
+        webhook_port=1,
+        health_port=2,
+        cert_dir=tmp_path,
+        manager=True,
+        release=release,
+    )
+    concurrency = cfg["controller"]["groupKindConcurrency"]
+    assert concurrency == release["controller"]["groupKindConcurrency"]
+    assert concurrency["Workload.kueue.x-k8s.io"] > 1
+
+
 def test_worker_configuration_has_no_dispatcher(tmp_path: Path):
     cfg = kueue_install.kueue_configuration(
         kueue_version="0.19.2", webhook_port=1, health_port=2, cert_dir=tmp_path, manager=False

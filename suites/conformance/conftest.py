@@ -24,6 +24,7 @@ from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
 from harness.recorder import Recorder
 from harness.scenario import Context, Scenario
+from harness.slots import scenario_slot
 from suites import expectations
 from suites.checks import CATALOGUE
 
@@ -37,6 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: runs only in the full run (mkdc run --full)")
     config.addinivalue_line(
         "markers", "needs(capability): a provider capability the scenario needs"
+    )
+    config.addinivalue_line(
+        "markers", "exclusive: loads the shared Kueue on purpose, so runs with no other scenario"
     )
 
 
@@ -109,17 +113,19 @@ def context() -> Iterator[Context]:
 def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scenario]:
     short = re.sub(r"[^a-z0-9]+", "-", request.node.name.removeprefix("test_").lower()).strip("-")
     name = f"{short[:30].rstrip('-')}-{secrets.token_hex(2)}"
-    sc = Scenario(context, name)
-    sc.checks = _check_ids(request.node)
-    yield sc
-    try:
-        expectations.judge_every_timeline(sc)
-        report = getattr(request.node, "rep_call", None)
-        if report is not None and report.failed:
-            expectations.record_errored(sc, _first_line(report))
-            expectations.collect_artifacts(sc)
-    finally:
-        sc.cleanup()
+    exclusive = request.node.get_closest_marker("exclusive") is not None
+    with scenario_slot(context.env.run_dir, exclusive=exclusive):
+        sc = Scenario(context, name)
+        sc.checks = _check_ids(request.node)
+        yield sc
+        try:
+            expectations.judge_every_timeline(sc)
+            report = getattr(request.node, "rep_call", None)
+            if report is not None and report.failed:
+                expectations.record_errored(sc, _first_line(report))
+                expectations.collect_artifacts(sc)
+        finally:
+            sc.cleanup()
 
 
 def _first_line(report: pytest.TestReport) -> str:

@@ -10,8 +10,10 @@ BURST = 100
 
 
 @pytest.mark.checks("CORE-09")
+@pytest.mark.exclusive
 def test_burst_liveness(scenario):
-    """100 workloads at once, with capacity for all of them on every worker."""
+    """100 workloads at once, with capacity for all of them on every worker. Alone: the
+    burst saturates Kueue's MultiKueue controller, which every scenario shares."""
     workers = [w.name for w in scenario.ctx.env.workers]
     scenario.with_workers(workers, capacity={w: BURST for w in workers})
     # long enough that Kueue records the placement before the Job finishes
