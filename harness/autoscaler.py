@@ -64,11 +64,12 @@ class FakeAutoscaler:
 
     def lose_capacity(self, worker: str) -> list[str]:
         """Fail every provisioned request on ``worker`` (Kueue retries the check, which
-        evicts the workload there); later requests there fail too. Not pending: a copy
-        that reserves quota again at once loses its Evicted condition before the manager
-        has synced the stopped worker Job, and the manager's eviction never completes
-        (Kueue v0.19.2); with Kueue's default 60 s retry backoff the retries are not
-        exhausted within a scenario (see the module docstring)."""
+        evicts the workload there); later requests there fail too. Take the worker's quota
+        away as well (Scenario.set_capacity): a copy that reserves quota again at once
+        loses its Evicted condition before the manager has synced the stopped worker Job,
+        and the manager's eviction never completes (Kueue v0.19.2 with a pending retry,
+        v0.17.1 with a failing one). With Kueue's default 60 s retry backoff the retries
+        are not exhausted within a scenario (see the module docstring)."""
         self.set(worker, Behaviour(FAIL, after=0))
         resource = self.workers[worker].resource(API, "ProvisioningRequest")
         revoked = []

@@ -116,6 +116,19 @@ class Timeline:
         """The non-empty nomination lists, in order."""
         return [list(e.data["names"]) for e in self.where(Kind.NOMINATION) if e.data.get("names")]
 
+    def stuck_eviction(self, now: float, grace: float) -> Event | None:
+        """The manager EVICTED event whose quota Kueue has not released ``grace`` seconds
+        later (no QUOTA_RESERVED reserved=False after it), if any. Kueue releases it within
+        a second; one it keeps cannot be dispatched again by anyone."""
+        for evicted in self.where(Kind.EVICTED):
+            released = any(
+                e.t >= evicted.t and not e.data.get("reserved")
+                for e in self.where(Kind.QUOTA_RESERVED)
+            )
+            if not released and now - evicted.t > grace:
+                return evicted
+        return None
+
     def where_writes(self) -> list[Event]:
         """API writes attributed to a user (from the audit log)."""
         return [e for e in self.where(Kind.WRITE) if e.data.get("user")]

@@ -145,11 +145,17 @@ def test_eviction_is_recorded_once_and_fails_over() -> None:
 def test_events_leave_the_reconcile_path_and_overflow_is_counted() -> None:
     kube = FakeKube(workload())
     ctl = controller(kube)
-    ctl.events = EventSink(lambda wl, r, m: kube.event(wl, r, m, "x"), print, capacity=1)
+    ctl.events = EventSink(
+        lambda wl, r, m: kube.event(wl, r, m, "x"),
+        print,
+        capacity=1,
+        on_drop=ctl.metrics.events_dropped.inc,
+    )
     ctl.reconcile("ns/job-a")
     assert [c[0] for c in kube.calls] == ["annotation", "status"]  # nominated before the event
     ctl.events.emit(kube.wl, "Extra", "no room")
     assert ctl.events.dropped == 1
+    assert ctl.metrics.registry.get_sample_value("mkdc_reference_events_dropped_total") == 1
     ctl.events.drain()
     assert kube.calls[-1] == ("event", "Nominated")
 

@@ -79,6 +79,21 @@ def test_urgent_keys_jump_the_normal_lane() -> None:
     assert drain(q) == ["new", "escalating", "old"]
 
 
+def test_a_moved_key_leaves_no_second_turn_behind() -> None:
+    """The entry a move to the urgent lane leaves in the normal lane is never served."""
+    q = WorkQueue(Clock())
+    q.add("moved")
+    q.add("b")
+    q.add("moved", urgent=True)
+    assert len(q) == 2
+    assert q.get(timeout=0) == "moved"
+    q.done("moved")
+    q.add("c")
+    q.add("moved")  # queued again, now behind c
+    assert len(q) == 3
+    assert drain(q) == ["b", "c", "moved"]
+
+
 def test_urgency_added_while_processing_is_kept() -> None:
     q = WorkQueue(Clock())
     q.add("a")

@@ -125,6 +125,7 @@ class Controller:
         self.events = EventSink(
             lambda wl, reason, msg: kube.event(wl, reason, msg, "mkdc-reference-dispatcher"),
             self._on_fatal,
+            on_drop=metrics.events_dropped.inc,
         )
         self.informers = {
             plural: Informer(

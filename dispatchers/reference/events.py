@@ -22,9 +22,13 @@ Post = Callable[[Mapping[str, Any], str, str], None]  # (workload, reason, messa
 
 class EventSink:
     def __init__(
-        self, post: Post, on_forbidden: Callable[[Exception], None], capacity: int = 1000
+        self,
+        post: Post,
+        on_forbidden: Callable[[Exception], None],
+        capacity: int = 1000,
+        on_drop: Callable[[], None] = lambda: None,
     ) -> None:
-        self._post, self._on_forbidden = post, on_forbidden
+        self._post, self._on_forbidden, self._on_drop = post, on_forbidden, on_drop
         self._queue: queue.Queue[tuple[Mapping[str, Any], str, str]] = queue.Queue(capacity)
         self.dropped = 0
 
@@ -33,6 +37,7 @@ class EventSink:
             self._queue.put_nowait((workload, reason, message))
         except queue.Full:
             self.dropped += 1
+            self._on_drop()
 
     def run(self, stop: threading.Event) -> None:
         """Post queued events until ``stop`` is set."""

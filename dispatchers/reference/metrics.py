@@ -38,6 +38,11 @@ class Metrics:
             buckets=BUCKETS,
             registry=r,
         )
+        self.events_dropped = Counter(
+            "mkdc_reference_events_dropped",
+            "Events not posted: the event queue was full",
+            registry=r,
+        )
         self.leader = Gauge("mkdc_reference_leader", "1 while this replica leads", registry=r)
 
     def serve(self, port: int) -> None:

@@ -14,6 +14,7 @@ unit-tested without sleeping.
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
 import time
 from collections import deque
@@ -32,9 +33,12 @@ class WorkQueue:
     ) -> None:
         self._clock = clock
         self._cond = threading.Condition()
-        self._urgent: deque[str] = deque()
-        self._ready: deque[str] = deque()
-        self._queued: set[str] = set()
+        # Lanes hold (ticket, key); a key's live ticket is in _queued, so moving a key to
+        # the urgent lane leaves a stale entry behind instead of searching the deque.
+        self._urgent: deque[tuple[int, str]] = deque()
+        self._ready: deque[tuple[int, str]] = deque()
+        self._queued: dict[str, tuple[int, bool]] = {}  # key -> (live ticket, urgent)
+        self._tickets = itertools.count()
         self._processing: set[str] = set()
         self._dirty: dict[str, bool] = {}  # added while processing -> urgent; again after done
         self._due: dict[str, float] = {}  # delayed keys
@@ -48,9 +52,8 @@ class WorkQueue:
         An urgent key already waiting in the normal lane moves to the urgent one."""
         with self._cond:
             self._due.pop(key, None)
-            if urgent and key in self._queued and key not in self._urgent:
-                self._ready.remove(key)
-                self._queued.discard(key)
+            if urgent and key in self._queued and not self._queued[key][1]:
+                del self._queued[key]  # its normal-lane entry goes stale
             self._enqueue(key, urgent)
 
     def add_after(self, key: str, delay: float) -> None:
@@ -87,10 +90,8 @@ class WorkQueue:
         with self._cond:
             while not self._shutdown:
                 self._promote()
-                lane = self._urgent or self._ready
-                if lane:
-                    key = lane.popleft()
-                    self._queued.discard(key)
+                key = self._pop(self._urgent) or self._pop(self._ready)
+                if key is not None:
                     self._processing.add(key)
                     return key
                 now = self._clock()
@@ -116,15 +117,25 @@ class WorkQueue:
 
     def __len__(self) -> int:
         with self._cond:
-            return len(self._urgent) + len(self._ready) + len(self._due)
+            return len(self._queued) + len(self._due)
 
     def _enqueue(self, key: str, urgent: bool = False) -> None:
         if key in self._processing:
             self._dirty[key] = self._dirty.get(key, False) or urgent
         elif key not in self._queued:
-            self._queued.add(key)
-            (self._urgent if urgent else self._ready).append(key)
+            ticket = next(self._tickets)
+            self._queued[key] = (ticket, urgent)
+            (self._urgent if urgent else self._ready).append((ticket, key))
             self._cond.notify()
+
+    def _pop(self, lane: deque[tuple[int, str]]) -> str | None:
+        """The lane's first live key (dropped from _queued), skipping stale entries."""
+        while lane:
+            ticket, key = lane.popleft()
+            if self._queued.get(key, (None,))[0] == ticket:
+                del self._queued[key]
+                return key
+        return None
 
     def _promote(self) -> None:
         now = self._clock()
