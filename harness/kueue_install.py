@@ -56,9 +56,8 @@ def kueue_configuration(
     """The Configuration for one kueue process (manager or worker).
 
     `release` is the release's shipped configuration: its controller concurrency is
-    kept, because Kueue's controllers default to one worker each without it, and a
-    single busy MultiKueue workload controller delays every other workload by tens of
-    seconds (one reconcile at a time across all scenarios sharing the manager)."""
+    kept, as Kueue's own deployment does; without it every Kueue controller runs one
+    reconcile at a time, and one scenario's slow reconciles delay every other's."""
     cfg: dict[str, Any] = {
         "apiVersion": config_api_version(kueue_version),
         "kind": "Configuration",
