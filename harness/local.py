@@ -45,6 +45,11 @@ AUDIT_POLICY = {
                 {"group": "kueue.x-k8s.io", "resources": ["workloads", "workloads/status"]}
             ],
         },
+        {  # when a (re)started dispatcher is back: its first list or watch of Workloads
+            "level": "Metadata",
+            "verbs": ["list", "watch"],
+            "resources": [{"group": "kueue.x-k8s.io", "resources": ["workloads"]}],
+        },
         {"level": "None"},
     ],
 }

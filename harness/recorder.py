@@ -4,7 +4,8 @@ One watch thread per (cluster, resource). Each keeps the last seen state of ever
 object and emits events for what changed (pure functions below, unit-tested),
 re-lists after a watch expires (410) and keeps retrying while an apiserver is down,
 synthesising deletions for objects that vanished meanwhile. The manager's audit
-log is tailed for the writes a dispatcher made, including rejected or no-op ones.
+log is tailed for the writes a dispatcher made, including rejected or no-op ones,
+and for its lists and watches of Workloads (when a restarted dispatcher is back).
 """
 
 from __future__ import annotations
@@ -177,10 +178,24 @@ def config_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> li
     return []
 
 
+def audit_read(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """READ data for an audit entry that lists or starts watching Workloads, else None.
+    A watch is logged when its response starts (its completion comes when it ends)."""
+    ref = entry.get("objectRef") or {}
+    verb, stage = entry.get("verb"), entry.get("stage")
+    if ref.get("resource") != "workloads" or ref.get("subresource"):
+        return None
+    if (verb, stage) not in (("list", "ResponseComplete"), ("watch", "ResponseStarted")):
+        return None
+    return {"user": (entry.get("user") or {}).get("username", ""), "verb": verb}
+
+
 def audit_write(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """(workload key, WRITE data) for an audit entry about a Workload, else None."""
     ref = entry.get("objectRef") or {}
     if ref.get("resource") != "workloads" or entry.get("stage") != "ResponseComplete":
+        return None
+    if entry.get("verb") in ("list", "watch", "get"):
         return None
     key = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
     data = {
@@ -461,14 +476,19 @@ class Recorder:
             entry = json.loads(line)
         except json.JSONDecodeError:
             return
+        stamp = entry.get("requestReceivedTimestamp") or entry.get("stageTimestamp")
+        t = _parse_wall(stamp) + self._wall_offset if stamp else time.monotonic()
+        read = audit_read(entry)
+        if read is not None:
+            if read["user"] in self.dispatcher_users:  # others' reads tell nothing
+                self.emit(Event(t, MANAGER, Kind.READ, "", read))
+            return
         found = audit_write(entry)
         if found is None:
             return
         key, data = found
         if self.dispatcher_users and data["user"] not in self.dispatcher_users:
             return
-        stamp = entry.get("requestReceivedTimestamp") or entry.get("stageTimestamp")
-        t = _parse_wall(stamp) + self._wall_offset if stamp else time.monotonic()
         self.emit(Event(t, MANAGER, Kind.WRITE, key, data))
 
 

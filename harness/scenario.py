@@ -436,7 +436,7 @@ class Scenario:
             return e.data.get("config") == self.name
         if e.kind == Kind.ACTION:
             return e.data.get("scenario") in (None, self.name)
-        return False
+        return e.kind == Kind.READ  # the dispatcher serves every scenario
 
     def wait_until(
         self, what: str, predicate: Callable[[Timeline], bool], timeout: float

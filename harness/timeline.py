@@ -28,6 +28,7 @@ class Kind(enum.StrEnum):
     WORKLOAD_DELETED = "WorkloadDeleted"
     # API requests seen in the manager's audit log
     WRITE = "Write"  # data: user, verb, subresource, code (int), changed (bool)
+    READ = "Read"  # a dispatcher listed or watched Workloads (environment): data: user, verb
     # worker copies
     COPY_CREATED = "CopyCreated"
     COPY_RESERVED = "CopyReserved"  # data: reserved (bool)

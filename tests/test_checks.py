@@ -519,6 +519,27 @@ CASES = [
         .mark(200),
         "never placed",
     ),
+    Case(  # slow to start: back at 12 (downtime 7), latest 10.5 + 7 + 3 = 20.5
+        "EXT-11",
+        "resumes-after-a-slow-start",
+        escalating((0.5, "w1"), (17.4, "w2"), place=(20, "w2"))
+        .read(0.2, "mkdc-a")
+        .action(5, "dispatcher-killed")
+        .action(7, "dispatcher-restarted")
+        .read(12, "mkdc-a", "watch"),
+    ),
+    fail(  # back at 12, then a fresh round: 12 + 10
+        "EXT-11",
+        "reset-after-a-slow-start",
+        escalating((0.5, "w1"), (22.4, "w2"), place=(25, "w2"))
+        .action(5, "dispatcher-killed")
+        .action(7, "dispatcher-restarted")
+        .read(12, "mkdc-a"),
+        "round reset",
+        "t=22.4s",
+        "t=20.5s",
+        "back t=12.0s",
+    ),
     unclear("EXT-11", "no-restart", escalating((0.5, "w1"), place=(3, "w1"))),
     # EXT-12 (two replicas: mkdc-a leads, then mkdc-b)
     Case(

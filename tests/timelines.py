@@ -121,6 +121,10 @@ class Story:
     def config(self, t: float, *clusters: str) -> Story:
         return self.env(t, Kind.CONFIG_CHANGED, config="cfg", clusters=list(clusters))
 
+    def read(self, t: float, user: str, verb: str = "list") -> Story:
+        """A dispatcher's list or watch of Workloads (from the audit log)."""
+        return self.env(t, Kind.READ, user=user, verb=verb)
+
     def action(self, t: float, what: str, **data: Any) -> Story:
         return self.env(t, Kind.ACTION, what=what, **data)
 
