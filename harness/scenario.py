@@ -35,6 +35,7 @@ Quota = Mapping[str, str]
 NO_CAPACITY: Quota = {}
 CLOSED_SERVER = "https://127.0.0.1:1"  # nothing listens: the cluster becomes inactive
 HOLD_INACTIVE = 2.0  # seconds an inactive cluster must stay so before a scenario uses it
+QUOTA_KEPT = 60.0  # Kueue releases an evicted workload's quota within a second
 
 
 @dataclass
@@ -461,6 +462,28 @@ class Scenario:
         return [
             e.data["cluster"] for e in tl.of(key).where(Kind.PLACEMENT) if e.data.get("cluster")
         ][-1]
+
+    def wait_after_eviction(
+        self, key: str, what: str, done: Callable[[Timeline], bool], timeout: float
+    ) -> Timeline:
+        """``wait_until(done)`` for a workload the manager evicted. Kueue v0.17.1 may strand
+        one that was running (Evicted, quota kept while its Job shows the active pod copied
+        from the deleted worker Job; no copy is made anywhere): no dispatcher can place it
+        again, so that ends the scenario as an EnvironmentLimit, not as a failed check."""
+
+        def stranded(tl: Timeline) -> bool:
+            return tl.of(key).stuck_eviction(time.monotonic(), QUOTA_KEPT) is not None
+
+        tl = self.wait_until(
+            what, lambda tl: done(tl) or stranded(tl), timeout=max(timeout, QUOTA_KEPT + 30)
+        )
+        if not done(tl):
+            raise EnvironmentLimit(
+                f"Kueue kept the quota of the workload it evicted for over {QUOTA_KEPT:.0f}s"
+                " (its Job still shows the active pod copied from the deleted worker Job):"
+                " no dispatcher can place it again"
+            )
+        return tl
 
     def observe(self, seconds: float) -> None:
         """Let time pass while the recorder watches."""

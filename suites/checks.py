@@ -318,6 +318,11 @@ def reservation_intervals(tl: Timeline) -> list[Interval]:
     )
 
 
+def _cluster_of(key: Hashable) -> Hashable:
+    """The cluster of an Interval key: a cluster, or (cluster, name)."""
+    return key[0] if isinstance(key, tuple) else key
+
+
 def provisioning_intervals(tl: Timeline) -> list[Interval]:
     """Per (worker, request): a live ProvisioningRequest (created .. deleted or Failed)."""
     return intervals(
@@ -896,8 +901,14 @@ def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
     ProvisioningRequests across workers (created until deleted or Failed) <= the claim.
     Without one (a dispatcher that keeps earlier nominees), autoscaling must still never
     start in more than step_size workers at once: requests created within one round
-    (round_timeout - early_tolerance) <= step_size. No request at all is inconclusive."""
-    spans = provisioning_intervals(tl)
+    (round_timeout - early_tolerance) <= step_size. No request at all is inconclusive.
+    A request created on a worker while the workload is placed on another is Kueue
+    removing the losing copy (v0.17.1 re-creates one for an instant), not a dispatch."""
+    spans = [
+        s
+        for s in provisioning_intervals(tl)
+        if placed_at(tl, s.start) in (None, _cluster_of(s.key))
+    ]
     if not spans:
         return Verdict.unclear("no ProvisioningRequest was created")
     pk = peak(spans)
@@ -905,7 +916,7 @@ def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
     limit = b.max_concurrent_provisioning
     if limit is not None:
         if pk.count > limit and pk.t is not None:
-            workers = _list(dict.fromkeys(k[0] if isinstance(k, tuple) else k for k in pk.keys))
+            workers = _list(dict.fromkeys(_cluster_of(k) for k in pk.keys))
             return Verdict.fail(
                 f"{pk.count} ProvisioningRequests at once at {_at(pk.t)} on {workers} "
                 f"(claim {limit})",
@@ -919,7 +930,7 @@ def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
     for i, (t, _) in enumerate(starts):
         together = [k for u, k in starts[i:] if u - t < window]
         if len(together) > b.step_size:
-            workers = _list(dict.fromkeys(k[0] if isinstance(k, tuple) else k for k in together))
+            workers = _list(dict.fromkeys(_cluster_of(k) for k in together))
             return Verdict.fail(
                 f"{len(together)} ProvisioningRequests started within one round from {_at(t)} "
                 f"on {workers} (step {b.step_size})",

@@ -309,6 +309,17 @@ CASES = [
         Story().provreq(1, "w1").provreq(11.5, "w2").provreq(22, "w3"),
         bounds=NO_PROV_CLAIM,
     ),
+    Case(  # as recorded on Kueue v0.17.1: the loser's request re-created during its removal
+        "EXT-02",
+        "cleanup-after-placement",
+        Story()
+        .provreq(1, "w1", until=24.6)
+        .provreq(11, "w2", until=24.6)
+        .provreq(21, "w3")
+        .place(24.6, "w3")
+        .provreq(24.7, "w2", until=24.7),
+        bounds=NO_PROV_CLAIM,
+    ),
     fail(
         "EXT-02",
         "cumulative-two-in-one-round",

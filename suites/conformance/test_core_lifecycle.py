@@ -27,9 +27,10 @@ def test_redispatch_after_eviction(scenario):
     workload = scenario.submit("job", priority=low)
     first = scenario.wait_placed(workload, timeout=placement_timeout(scenario))
     scenario.preempt_on(scenario.members[first], "local-high")
-    scenario.wait_until(
+    scenario.wait_after_eviction(
+        workload,
         "placement again after the eviction",
-        lambda tl: len([e for e in tl.of(workload).where_placed()]) >= 2,
+        lambda tl: len(tl.of(workload).where_placed()) >= 2,
         timeout=placement_timeout(scenario, extra=60),
     )
     conforms(scenario)
