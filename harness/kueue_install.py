@@ -38,8 +38,13 @@ def config_api_version(kueue_version: str) -> str:
 
 
 def release_defaults(man: Manifests) -> dict[str, Any]:
-    """The controller_manager_config.yaml Kueue's release ships (from the module cache)."""
-    path = man.kueue_dir / "config/components/manager/controller_manager_config.yaml"
+    """The controller_manager_config.yaml Kueue's release ships (from the module cache),
+    read once per process for every cluster. Callers must not change it."""
+    return _read_once(man.kueue_dir / "config/components/manager/controller_manager_config.yaml")
+
+
+@functools.cache
+def _read_once(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text()) or {}
 
 

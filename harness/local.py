@@ -123,7 +123,6 @@ class LocalProvider:
         self.dispatcher_name = dispatcher_name
         self.kueue_extra = kueue_extra or {}
         self.write_mode = write_mode  # None: the default for these versions
-        self._release: dict[str, Any] | None = None  # Kueue's shipped configuration
         self.nodes_per_worker = nodes_per_worker
         self.node_capacity = node_capacity or dict(NODE_CAPACITY)
         self.progress = progress or (lambda _msg: None)
@@ -423,12 +422,6 @@ class LocalProvider:
 
         self._wait(f"{c.name} CRDs", established, 60)
 
-    def _release_defaults(self, man: toolchain.Manifests) -> dict[str, Any]:
-        """The release's shipped configuration, read once for all clusters."""
-        if self._release is None:
-            self._release = kueue_install.release_defaults(man)
-        return self._release
-
     def _start_kueue(
         self,
         c: LocalCluster,
@@ -448,7 +441,7 @@ class LocalProvider:
             manager=not c.is_worker,
             dispatcher_name=self.dispatcher_name,
             extra=self.kueue_extra if not c.is_worker else None,
-            release=self._release_defaults(man),
+            release=kueue_install.release_defaults(man),
         )
         config_path = c.dir / "kueue-config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -178,6 +178,10 @@ def config_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> li
     return []
 
 
+def _username(entry: dict[str, Any]) -> str:
+    return str((entry.get("user") or {}).get("username", ""))
+
+
 def audit_read(entry: dict[str, Any]) -> dict[str, Any] | None:
     """READ data for an audit entry that lists or starts watching Workloads, else None.
     A watch is logged when its response starts (its completion comes when it ends)."""
@@ -187,7 +191,7 @@ def audit_read(entry: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if (verb, stage) not in (("list", "ResponseComplete"), ("watch", "ResponseStarted")):
         return None
-    return {"user": (entry.get("user") or {}).get("username", ""), "verb": verb}
+    return {"user": _username(entry), "verb": verb}
 
 
 def audit_write(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -195,11 +199,11 @@ def audit_write(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     ref = entry.get("objectRef") or {}
     if ref.get("resource") != "workloads" or entry.get("stage") != "ResponseComplete":
         return None
-    if entry.get("verb") in ("list", "watch", "get"):
+    if entry.get("verb") in ("list", "watch"):  # reads are logged too (audit_read)
         return None
     key = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
     data = {
-        "user": (entry.get("user") or {}).get("username", ""),
+        "user": _username(entry),
         "verb": entry.get("verb", ""),
         "subresource": ref.get("subresource", ""),
         "code": int((entry.get("responseStatus") or {}).get("code") or 0),
@@ -476,20 +480,22 @@ class Recorder:
             entry = json.loads(line)
         except json.JSONDecodeError:
             return
-        stamp = entry.get("requestReceivedTimestamp") or entry.get("stageTimestamp")
-        t = _parse_wall(stamp) + self._wall_offset if stamp else time.monotonic()
         read = audit_read(entry)
         if read is not None:
-            if read["user"] in self.dispatcher_users:  # others' reads tell nothing
-                self.emit(Event(t, MANAGER, Kind.READ, "", read))
-            return
-        found = audit_write(entry)
-        if found is None:
-            return
-        key, data = found
-        if self.dispatcher_users and data["user"] not in self.dispatcher_users:
-            return
-        self.emit(Event(t, MANAGER, Kind.WRITE, key, data))
+            if read["user"] not in self.dispatcher_users:  # others' reads tell nothing
+                return
+            kind, key, data = Kind.READ, "", read
+        else:
+            found = audit_write(entry)
+            if found is None:
+                return
+            key, data = found
+            if self.dispatcher_users and data["user"] not in self.dispatcher_users:
+                return
+            kind = Kind.WRITE
+        stamp = entry.get("requestReceivedTimestamp") or entry.get("stageTimestamp")
+        t = _parse_wall(stamp) + self._wall_offset if stamp else time.monotonic()
+        self.emit(Event(t, MANAGER, kind, key, data))
 
 
 class _Expired(Exception):

@@ -1164,7 +1164,7 @@ def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     restart = _action(tl, "dispatcher-restarted", after=kill.t if kill else INF)
     if kill is None or restart is None:
         return Verdict.unclear("no dispatcher-killed/dispatcher-restarted actions")
-    back = _back_after(tl, b, kill.t) or restart
+    back = next((e for e in tl.where(Kind.READ) if e.t > kill.t), restart)
     down, problems = back.t - kill.t, []
     measured: dict[str, Any] = {"downtimeSeconds": down}
     if back is not restart:
@@ -1186,18 +1186,6 @@ def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     if placed is None:
         return _not_judged(end, stuck_at, "the placement bound")
     return Verdict.ok(**measured)
-
-
-def _back_after(tl: Timeline, b: Bounds, kill: float) -> Event | None:
-    """The dispatcher's first list or watch of Workloads after the kill: it is back."""
-    return next(
-        (
-            e
-            for e in tl.where(Kind.READ)
-            if e.t > kill and (not b.dispatcher_users or e.data.get("user") in b.dispatcher_users)
-        ),
-        None,
-    )
 
 
 def _restart_window(r: RoundReview, kill: float, back: float, b: Bounds, end: float) -> list[str]:

@@ -44,7 +44,7 @@ def test_reference_nominates_and_explains_in_an_event(selected_versions, tmp_pat
             name = workload["metadata"]["name"]
             events = kube.wait_for(
                 "the dispatcher's Event",
-                lambda: _dispatcher_events(env.manager.api, name) or _not_yet(),
+                lambda: _dispatcher_events(env.manager.api, name),
                 timeout=30,
             )
         finally:
@@ -67,8 +67,7 @@ def _dispatcher_events(api: client.ApiClient, workload: str) -> list[client.Core
         .list_namespaced_event(NS, field_selector=f"involvedObject.name={workload}")
         .items
     )
-    return [e for e in items if e.reporting_component == "mkdc-reference-dispatcher"]
-
-
-def _not_yet() -> list[client.CoreV1Event]:
-    raise kube.NotYet("no Event yet")
+    events = [e for e in items if e.reporting_component == "mkdc-reference-dispatcher"]
+    if not events:
+        raise kube.NotYet("no Event yet")
+    return events
