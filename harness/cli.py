@@ -186,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     _version_args(p)
     p.add_argument("--profile", required=True, help="a built-in profile name or a path")
     p.add_argument("--provider", default="local", choices=["local", "kind", "existing"])
-    p.add_argument("--workers", type=int, default=4)
+    p.add_argument(
+        "--workers", type=int, default=None, help="default: the profile's clusters, else 4"
+    )
     p.add_argument("--report-dir", help="default: reports/<profile>")
     p.add_argument("--checks", help="only these check IDs (comma separated)")
     p.add_argument("--skip-checks", help="not these check IDs (comma separated)")

@@ -1,44 +1,88 @@
 """Running an external dispatcher from its profile: start, watch, kill, restart, stop.
 
 The command may be any executable in any language. Each replica runs with its own
-least-privilege kubeconfig, in its own process group, with its log in the run
-directory; the harness restarts or kills it when a check asks.
+least-privilege identity, in its own process group, with its log in the run directory;
+the harness restarts or kills it when a check asks. By default a replica runs as in a
+Pod (`spec.run.podEnvironment`), because that is where vendors' controllers expect to be:
+in-cluster config, leader election in "its" namespace, no flags.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from harness import mountns
 from harness.errors import UserError
+from harness.identity import Credentials
 from harness.kueue_install import NAMESPACE
 from harness.procs import Supervisor
 from harness.profile import Profile
+from harness.recorder import audit_read
 
 SETTLE_SECONDS = 3.0  # a replica that is still alive this long after start counts as started
+SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+class StartFailure(UserError):
+    """A replica died at start or never became ready; `process` names its log."""
+
+    def __init__(self, message: str, process: str) -> None:
+        super().__init__(message)
+        self.process = process
+
+
+def pod_variables(creds: Credentials, pod_name: str) -> dict[str, str]:
+    """What the kubelet gives every container (service host and port) plus the downward-API
+    variables controllers commonly read (POD_NAME, POD_NAMESPACE)."""
+    server = urlsplit(creds.server)
+    port = server.port or 443
+    return {
+        "KUBERNETES_SERVICE_HOST": server.hostname or "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(port),
+        "KUBERNETES_SERVICE_PORT_HTTPS": str(port),
+        "POD_NAME": pod_name,
+        "POD_NAMESPACE": NAMESPACE,
+    }
 
 
 class DispatcherRunner:
     """The replicas of one external dispatcher."""
 
-    def __init__(self, profile: Profile, supervisor: Supervisor, kubeconfigs: list[Path]) -> None:
+    def __init__(
+        self, profile: Profile, supervisor: Supervisor, credentials: list[Credentials]
+    ) -> None:
         if profile.run is None:
             raise ValueError("a built-in dispatcher has nothing to run")
         self.profile = profile
         self.run = profile.run
         self.supervisor = supervisor
-        self.kubeconfigs = kubeconfigs
+        self.credentials = credentials
 
     def process_name(self, replica: int) -> str:
         return f"dispatcher-{replica}"
 
+    def log(self, replica: int) -> Path:
+        return self.supervisor.log_dir / f"{self.process_name(replica)}.log"
+
     def start(self, replica: int) -> None:
-        kubeconfig = str(self.kubeconfigs[replica])
-        argv = self.profile.render_command(kubeconfig, NAMESPACE)
-        env = self.profile.render_env(kubeconfig, NAMESPACE)
+        creds = self.credentials[replica]
+        name = self.process_name(replica)
+        argv = self.profile.render_command(creds.kubeconfig, NAMESPACE)
+        env = self.profile.render_env(creds.kubeconfig, NAMESPACE)
         env.setdefault("MKDC_REPLICA", str(replica))
-        self.supervisor.start(self.process_name(replica), argv, env=env, cwd=Path.cwd())
+        unset: tuple[str, ...] = ()
+        if self.run.pod_environment:
+            env = {**pod_variables(creds, name), **env}
+            unset = () if "KUBECONFIG" in env else ("KUBECONFIG",)  # a Pod has none
+            scratch = self.supervisor.run_dir / f"{name}-mounts"
+            setup = mountns.provide_directory(creds.serviceaccount_dir, SERVICEACCOUNT_DIR, scratch)
+            argv = mountns.private_command(setup, argv, name)
+        self.supervisor.start(name, argv, env=env, unset=unset, cwd=Path.cwd())
 
     def start_all(self) -> None:
         """Start every replica and make sure none dies at start (exit 2 naming its log)."""
@@ -50,11 +94,36 @@ class DispatcherRunner:
                 self._check(replica)
             time.sleep(0.2)
 
+    def wait_ready(self, audit_log: Path, users: Iterable[str]) -> None:
+        """Ready = some replica listed or watched Workloads on the manager (the audit log
+        says so), within readyTimeout of its start; a replica that dies meanwhile fails."""
+        users = set(users)
+        deadline = time.monotonic() + self.run.ready_timeout
+        position = 0
+        while True:
+            for replica in range(self.run.replicas):
+                self._check(replica)
+            position, seen = _reads_since(audit_log, position, users)
+            if seen:
+                return
+            if time.monotonic() > deadline:
+                raise StartFailure(
+                    f"the dispatcher was not ready within its readyTimeout "
+                    f"({self.run.ready_timeout:.0f}s): no replica listed or watched Workloads "
+                    "on the manager (a slow start needs a longer spec.run.readyTimeout)",
+                    self.process_name(0),
+                )
+            time.sleep(0.2)
+
     def _check(self, replica: int) -> None:
-        try:
-            self.supervisor.check_alive(self.process_name(replica))
-        except UserError as exc:
-            raise UserError(f"the dispatcher {exc}") from None
+        name = self.process_name(replica)
+        proc = self.supervisor.procs.get(name)
+        if proc is not None and not proc.alive():
+            raise StartFailure(
+                f"the dispatcher ({name}) exited with code {proc.popen.returncode} at start"
+                f" ({proc.log_tail(2)})",
+                name,
+            )
 
     def kill(self, replica: int = 0) -> None:
         """SIGKILL, as a crash would."""
@@ -66,3 +135,22 @@ class DispatcherRunner:
     def alive(self, replica: int = 0) -> bool:
         proc = self.supervisor.procs.get(self.process_name(replica))
         return bool(proc and proc.alive())
+
+
+def _reads_since(audit_log: Path, position: int, users: set[str]) -> tuple[int, bool]:
+    """(new position, whether a complete line after `position` is a read by one of users)."""
+    try:
+        with audit_log.open("rb") as f:
+            f.seek(position)
+            chunk = f.read()
+    except FileNotFoundError:
+        return position, False
+    complete = chunk[: chunk.rfind(b"\n") + 1]
+    for line in complete.splitlines():
+        try:
+            read = audit_read(json.loads(line))
+        except ValueError:
+            continue
+        if read is not None and read["user"] in users:
+            return position + len(complete), True
+    return position + len(complete), False

@@ -8,6 +8,9 @@ provider, unlike client certificates that need the cluster's CA key.
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,9 @@ from kubernetes import client
 from harness import kube, pki
 from harness.environment import Cluster
 
+_RBAC = "rbac.authorization.k8s.io/v1"
 ROLE = "mkdc-dispatcher"
+EXTRA_ROLE = "mkdc-dispatcher-declared"  # the profile's run.rbac, kept apart from the baseline
 TOKEN_SECONDS = 24 * 3600
 
 # What a dispatcher may do: read MultiKueue state, write workload status, say why.
@@ -60,7 +65,25 @@ def username(namespace: str, replica: int) -> str:
     return f"system:serviceaccount:{namespace}:{account_name(replica)}"
 
 
-def rbac_documents(namespace: str, replicas: int, labels: dict[str, str]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Credentials:
+    """What one replica authenticates with: a token kubeconfig and the same identity laid
+    out as a Pod's service-account directory (token, ca.crt, namespace)."""
+
+    kubeconfig: Path
+    serviceaccount_dir: Path
+    server: str  # the manager's API server URL
+
+
+def rbac_documents(
+    namespace: str,
+    replicas: int,
+    labels: dict[str, str],
+    cluster_rules: Sequence[dict[str, Any]] = (),
+    namespace_rules: Sequence[dict[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """The baseline role for every replica, and the declared extra rules as roles of their
+    own (so a reader of the cluster, like a reader of the report, sees what was added)."""
     subjects = [
         {"kind": "ServiceAccount", "name": account_name(i), "namespace": namespace}
         for i in range(replicas)
@@ -74,40 +97,50 @@ def rbac_documents(namespace: str, replicas: int, labels: dict[str, str]) -> lis
         }
         for i in range(replicas)
     ]
-    rbac = "rbac.authorization.k8s.io/v1"
-    docs += [
+    docs += _role(ROLE, None, RULES, subjects, meta)
+    docs += _role(ROLE, namespace, LEASE_RULES, subjects, meta)
+    if cluster_rules:
+        docs += _role(EXTRA_ROLE, None, list(cluster_rules), subjects, meta)
+    if namespace_rules:
+        docs += _role(EXTRA_ROLE, namespace, list(namespace_rules), subjects, meta)
+    return docs
+
+
+def _role(
+    name: str,
+    namespace: str | None,
+    rules: list[dict[str, Any]],
+    subjects: list[dict[str, Any]],
+    meta: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """A (Cluster)Role and its binding to every replica's ServiceAccount."""
+    kind = "ClusterRole" if namespace is None else "Role"
+    metadata = {"name": name, **meta} | ({"namespace": namespace} if namespace else {})
+    return [
+        {"apiVersion": _RBAC, "kind": kind, "metadata": metadata, "rules": rules},
         {
-            "apiVersion": rbac,
-            "kind": "ClusterRole",
-            "metadata": {"name": ROLE, **meta},
-            "rules": RULES,
-        },
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": ROLE, **meta},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": ROLE,
-            },
-            "subjects": subjects,
-        },
-        {
-            "apiVersion": rbac,
-            "kind": "Role",
-            "metadata": {"name": ROLE, "namespace": namespace, **meta},
-            "rules": LEASE_RULES,
-        },
-        {
-            "apiVersion": rbac,
-            "kind": "RoleBinding",
-            "metadata": {"name": ROLE, "namespace": namespace, **meta},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ROLE},
+            "apiVersion": _RBAC,
+            "kind": f"{kind}Binding",
+            "metadata": metadata,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
             "subjects": subjects,
         },
     ]
-    return docs
+
+
+def describe_rules(rules: Sequence[dict[str, Any]], namespace: str | None) -> list[str]:
+    """Each rule as a reader would say it: "get, list, watch secrets in kueue-system"."""
+    where = f"in {namespace}" if namespace else "cluster-wide"
+    lines = []
+    for rule in rules:
+        verbs = ", ".join(rule.get("verbs", []))
+        groups = [g or "core" for g in rule.get("apiGroups", [])]
+        what = ", ".join(rule.get("resources", []) or rule.get("nonResourceURLs", []))
+        names = rule.get("resourceNames")
+        named = f" named {', '.join(names)}" if names else ""
+        group = f" ({', '.join(groups)} API group)" if groups and groups != ["core"] else ""
+        lines.append(f"{verbs} {what}{group}{named} {where}")
+    return lines
 
 
 def token_kubeconfig(admin_kubeconfig: Path, user: str, token: str) -> dict[str, Any]:
@@ -126,12 +159,19 @@ def token_kubeconfig(admin_kubeconfig: Path, user: str, token: str) -> dict[str,
 
 
 def create(
-    manager: Cluster, namespace: str, replicas: int, out_dir: Path, labels: dict[str, str]
-) -> list[Path]:
-    """Create the identities and write one private kubeconfig per replica."""
-    kube.apply_all(manager.dyn, rbac_documents(namespace, replicas, labels))
+    manager: Cluster,
+    namespace: str,
+    replicas: int,
+    out_dir: Path,
+    labels: dict[str, str],
+    cluster_rules: Sequence[dict[str, Any]] = (),
+    namespace_rules: Sequence[dict[str, Any]] = (),
+) -> list[Credentials]:
+    """Create the identities; write each replica's kubeconfig and service-account files."""
+    docs = rbac_documents(namespace, replicas, labels, cluster_rules, namespace_rules)
+    kube.apply_all(manager.dyn, docs)
     core = client.CoreV1Api(manager.api)
-    paths = []
+    creds = []
     for i in range(replicas):
         request = client.AuthenticationV1TokenRequest(
             spec=client.V1TokenRequestSpec(audiences=None, expiration_seconds=TOKEN_SECONDS)
@@ -146,5 +186,22 @@ def create(
             timeout=30,
         )
         config = token_kubeconfig(manager.kubeconfig, account_name(i), token)
-        paths.append(pki.write_kubeconfig(out_dir / f"dispatcher-{i}.kubeconfig", config))
-    return paths
+        kubeconfig = pki.write_kubeconfig(out_dir / f"dispatcher-{i}.kubeconfig", config)
+        files = {"token": token, "namespace": namespace, "ca.crt": _ca_bundle(config)}
+        sa_dir = out_dir / f"dispatcher-{i}-serviceaccount"
+        sa_dir.mkdir(mode=0o700, exist_ok=True)
+        for name, text in files.items():
+            (sa_dir / name).write_text(text)
+            (sa_dir / name).chmod(0o600)
+        creds.append(Credentials(kubeconfig, sa_dir, config["clusters"][0]["cluster"]["server"]))
+    return creds
+
+
+def _ca_bundle(config: dict[str, Any]) -> str:
+    """The CA the kubeconfig trusts, as a Pod's ca.crt holds it (PEM)."""
+    cluster = config["clusters"][0]["cluster"]
+    if "certificate-authority-data" in cluster:
+        return base64.b64decode(cluster["certificate-authority-data"]).decode()
+    if "certificate-authority" in cluster:
+        return Path(cluster["certificate-authority"]).read_text()
+    return ""  # a server with a publicly trusted certificate: the system roots apply

@@ -9,13 +9,12 @@ with fake nodes so Job pods really run and complete.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import ssl
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from harness import kube, kueue_install, multikueue, pki, toolchain
+from harness import kube, kueue_install, mountns, multikueue, pki, toolchain
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
 from harness.procs import Supervisor, free_port
@@ -107,7 +106,8 @@ class LocalProvider:
         self,
         versions: Versions,
         *,
-        workers: int = 4,
+        workers: int | Sequence[str] = 4,
+        secret_pattern: str | None = None,
         dispatcher_name: str | None = None,
         kueue_extra: dict[str, Any] | None = None,
         write_mode: str | None = None,
@@ -116,10 +116,16 @@ class LocalProvider:
         node_capacity: dict[str, str] | None = None,
         progress: Progress | None = None,
     ) -> None:
-        if workers < 1:
+        names = (
+            [f"worker{i}" for i in range(1, workers + 1)] if isinstance(workers, int) else workers
+        )
+        if len(names) < 1:
             raise UserError("--workers must be at least 1")
         self.versions = versions
-        self.worker_count = workers
+        self.worker_names = list(names)
+        self.worker_count = len(names)
+        # each worker's kubeconfig Secret on the manager, as the dispatcher expects it named
+        self.secret_pattern = secret_pattern or multikueue.SECRET_PATTERN
         self.dispatcher_name = dispatcher_name
         self.kueue_extra = kueue_extra or {}
         self.write_mode = write_mode  # None: the default for these versions
@@ -163,7 +169,7 @@ class LocalProvider:
     def _up(self, bins: dict[str, Path], man: toolchain.Manifests) -> Environment:
         assert self.run_dir is not None
         started = time.monotonic()
-        names = [MANAGER] + [f"worker{i}" for i in range(1, self.worker_count + 1)]
+        names = [MANAGER, *self.worker_names]
         for name in names:
             d = self.run_dir / name
             d.mkdir(mode=0o700)
@@ -193,10 +199,16 @@ class LocalProvider:
             kueue_version=f"v{self.versions.kueue}",
             dispatcher_name=self.dispatcher_name,
             nomination_write_mode=self.write_mode,
-            info={"auditLog": str(self.run_dir / MANAGER / "audit.log")},
+            info={
+                "auditLog": str(self.run_dir / MANAGER / "audit.log"),
+                "workerSecrets": {
+                    w: multikueue.worker_secret_name(w, self.secret_pattern)
+                    for w in self.worker_names
+                },
+            },
         )
         self.progress(f"kueue ready ({time.monotonic() - started:.1f}s); wiring MultiKueue")
-        multikueue.wire(env)
+        multikueue.wire(env, secret_pattern=self.secret_pattern)
         env.save()
         self.progress(f"environment ready in {time.monotonic() - started:.1f}s: {self.run_dir}")
         return env
@@ -522,35 +534,12 @@ def private_etc_command(cluster_dir: Path, cert_dir: Path, argv: list[str]) -> l
     cert management is off, even with metrics disabled. A private mount namespace
     gives it those files without touching the host's /etc.
     """
-    upper, work = cluster_dir / "etc-upper", cluster_dir / "etc-work"
-    upper.mkdir(mode=0o700, exist_ok=True)
-    work.mkdir(mode=0o700, exist_ok=True)
-    script = (
-        f"mount -t overlay overlay -o lowerdir=/etc,upperdir={upper},workdir={work} /etc"
-        " && mkdir -p /etc/kueue/metrics/certs"
-        f" && cp {cert_dir}/tls.crt {cert_dir}/tls.key /etc/kueue/metrics/certs/"
-        ' && exec "$@"'
-    )
-    unshare = shutil.which("unshare")
-    if not unshare:
-        raise UserError("the unshare command (util-linux) is missing: apt-get install util-linux")
-    userns = [] if _is_root() else ["--user", "--map-root-user"]
-    return [
-        unshare,
-        *userns,
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        script,
-        "kueue",
-        *argv,
+    setup = [
+        mountns.overlay("/etc", cluster_dir / "etc-upper", cluster_dir / "etc-work"),
+        "mkdir -p /etc/kueue/metrics/certs",
+        f"cp {cert_dir}/tls.crt {cert_dir}/tls.key /etc/kueue/metrics/certs/",
     ]
-
-
-def _is_root() -> bool:
-    return os.geteuid() == 0
+    return mountns.private_command(setup, argv, "kueue")
 
 
 @contextlib.contextmanager

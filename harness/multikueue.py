@@ -140,9 +140,14 @@ def register_workers(env: Environment, pattern: str = SECRET_PATTERN) -> None:
         kube.apply(env.manager.dyn, multikueue_cluster(worker.name, secret))
 
 
-def wire(env: Environment, name: str = DEFAULT_NAME, timeout: float = 90) -> None:
+def wire(
+    env: Environment,
+    name: str = DEFAULT_NAME,
+    timeout: float = 90,
+    secret_pattern: str = SECRET_PATTERN,
+) -> None:
     """Default wiring: every worker in one MultiKueueConfig behind one LocalQueue."""
-    register_workers(env)
+    register_workers(env, secret_pattern)
     check = f"{name}-multikueue"
     manager_docs = [
         namespace(name),

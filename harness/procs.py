@@ -113,9 +113,11 @@ class Supervisor:
         argv: list[str],
         *,
         env: dict[str, str] | None = None,
+        unset: tuple[str, ...] = (),
         cwd: Path | None = None,
         layer: int = 0,
     ) -> Managed:
+        """Start argv with the harness's environment plus `env`, less the names in `unset`."""
         if name in self.procs and self.procs[name].alive():
             raise RuntimeError(f"process {name} is already running")
         log = self.log_dir / f"{name}.log"
@@ -129,7 +131,7 @@ class Supervisor:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
+                env={k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset},
                 cwd=cwd,
                 start_new_session=True,
                 preexec_fn=None if self.outlive_parent else _die_with_parent,

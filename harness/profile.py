@@ -59,10 +59,22 @@ _SPEC_KEYS = (
 )
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _API_VERSION_RE = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
 _PYTHON_NAMES = ("python", "python3")
 
 StepSize = int | Literal["all"]
+
+
+@dataclass(frozen=True)
+class Rbac:
+    """Privileges a dispatcher declares beyond the baseline role (Kubernetes PolicyRules)."""
+
+    cluster_rules: tuple[dict[str, Any], ...] = ()
+    namespace_rules: tuple[dict[str, Any], ...] = ()  # in Kueue's namespace on the manager
+
+    def __bool__(self) -> bool:
+        return bool(self.cluster_rules or self.namespace_rules)
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,9 @@ class RunSpec:
     env: dict[str, str] = field(default_factory=dict)
     replicas: int = 1
     ready_timeout: float = DEFAULT_READY_TIMEOUT
+    # run as in a Pod: service-account files, KUBERNETES_SERVICE_HOST/PORT, POD_* variables
+    pod_environment: bool = True
+    rbac: Rbac = field(default_factory=Rbac)
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,7 @@ class EnvironmentSpec:
     worker_kubeconfig_secret: str | None = None
     priority_classes: tuple[str, ...] | None = None
     api_version: str | None = None
+    clusters: tuple[str, ...] | None = None  # the workers' names, in this order
 
 
 @dataclass(frozen=True)
@@ -334,7 +350,11 @@ class _Validator:
     def run(self, value: Any, dispatcher: str) -> RunSpec | None:
         if value is None:
             return None
-        run = self.mapping(value, "spec.run", ("command", "env", "replicas", "readyTimeout"))
+        run = self.mapping(
+            value,
+            "spec.run",
+            ("command", "env", "replicas", "readyTimeout", "podEnvironment", "rbac"),
+        )
         if "command" not in run:
             self.fail("spec.run.command", "required when spec.run is set")
         command = self.string_list(run["command"], "spec.run.command")
@@ -363,7 +383,51 @@ class _Validator:
         )
         if _find_executable(exe, self.path.parent) is None:
             self.fail("spec.run.command[0]", f"executable {exe!r} not found on PATH or as a path")
-        return RunSpec(command=command, env=env, replicas=replicas, ready_timeout=ready_timeout)
+        pod = run.get("podEnvironment", True)
+        if not isinstance(pod, bool):
+            self.fail("spec.run.podEnvironment", f"must be true or false, got {pod!r}")
+        return RunSpec(
+            command=command,
+            env=env,
+            replicas=replicas,
+            ready_timeout=ready_timeout,
+            pod_environment=pod,
+            rbac=self.rbac(run.get("rbac")),
+        )
+
+    def rbac(self, value: Any) -> Rbac:
+        where = "spec.run.rbac"
+        rbac = self.mapping(value, where, ("clusterRules", "namespaceRules"))
+        return Rbac(
+            cluster_rules=self.policy_rules(rbac.get("clusterRules"), f"{where}.clusterRules"),
+            namespace_rules=self.policy_rules(
+                rbac.get("namespaceRules"), f"{where}.namespaceRules", namespaced=True
+            ),
+        )
+
+    def policy_rules(
+        self, value: Any, where: str, *, namespaced: bool = False
+    ) -> tuple[dict[str, Any], ...]:
+        """Kubernetes PolicyRules, checked here so the apiserver never rejects them mid-run."""
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.fail(where, f"must be a list of PolicyRules, got {_type(value)}")
+        keys = ("apiGroups", "resources", "resourceNames", "verbs")
+        keys += () if namespaced else ("nonResourceURLs",)
+        rules = []
+        for i, raw in enumerate(value):
+            at = f"{where}[{i}]"
+            rule = self.mapping(raw, at, keys)
+            lists = {k: self.rule_list(v, f"{at}.{k}", k == "apiGroups") for k, v in rule.items()}
+            if not lists.get("verbs"):
+                self.fail(f"{at}.verbs", "required: at least one verb (get, list, watch, ...)")
+            if not lists.get("resources") and not lists.get("nonResourceURLs"):
+                self.fail(at, "needs resources (with apiGroups) or nonResourceURLs")
+            if lists.get("resources") and "apiGroups" not in lists:
+                self.fail(f"{at}.apiGroups", 'required with resources ("" is the core group)')
+            rules.append(lists)
+        return tuple(rules)
 
     def placeholders_known(self, text: str, where: str) -> None:
         for match in _PLACEHOLDER_RE.finditer(text):
@@ -383,6 +447,7 @@ class _Validator:
                 "workerKubeconfigSecret",
                 "priorityClasses",
                 "apiVersion",
+                "clusters",
             ),
         )
         secret = self.string(env.get("workerKubeconfigSecret"), f"{where}.workerKubeconfigSecret")
@@ -400,7 +465,10 @@ class _Validator:
         api_version = self.string(env.get("apiVersion"), f"{where}.apiVersion")
         if api_version is not None and not _API_VERSION_RE.match(api_version):
             self.fail(f"{where}.apiVersion", f"not an API version like v1beta1: {api_version!r}")
+        clusters = env.get("clusters")
+        names = None if clusters is None else self.cluster_names(clusters, f"{where}.clusters")
         return EnvironmentSpec(
+            clusters=names,
             worker_cluster_queue=self.string(
                 env.get("workerClusterQueue"), f"{where}.workerClusterQueue"
             ),
@@ -410,6 +478,31 @@ class _Validator:
             priority_classes=priority_classes,
             api_version=api_version,
         )
+
+    def rule_list(self, value: Any, where: str, empty_ok: bool) -> list[str]:
+        """A PolicyRule list field; in apiGroups "" is the core group."""
+        if not isinstance(value, list):
+            self.fail(where, f"must be a list, got {_type(value)}")
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or (not item.strip() and not empty_ok):
+                self.fail(f"{where}[{i}]", f"must be a non-empty string, got {_type(item)}")
+        return list(value)
+
+    def cluster_names(self, value: Any, where: str) -> tuple[str, ...]:
+        """Worker names become MultiKueueCluster and Secret names: DNS labels, distinct."""
+        names = self.string_list(value, where)
+        if not names:
+            self.fail(where, "must name at least one worker cluster")
+        for i, name in enumerate(names):
+            if not _DNS_LABEL_RE.match(name) or name == "manager":
+                self.fail(
+                    f"{where}[{i}]",
+                    f"{name!r} must be a DNS label (lower-case letters, digits, '-'; at most "
+                    "63) and not 'manager'",
+                )
+            if name in names[:i]:
+                self.fail(f"{where}[{i}]", f"duplicate cluster name {name!r}")
+        return names
 
     def knobs(self, value: Any) -> Knobs:
         knobs = self.mapping(value, "spec.knobs", ("clusterTimeoutAnnotation", "clusterTierLabel"))
@@ -519,7 +612,9 @@ def _find_executable(exe: str, profile_dir: Path) -> str | None:
     candidates = [Path(exe)] if Path(exe).is_absolute() else [Path(exe), profile_dir / exe]
     for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate.resolve())
+            # absolute but not resolved: a virtualenv's bin/python is a symlink whose target
+            # would start without the virtualenv's packages
+            return os.path.abspath(candidate)
     return None
 
 

@@ -32,7 +32,8 @@ KIND = "ConformanceReport"
 
 PASSED, FAILED, SKIPPED, NOT_SUPPORTED = "passed", "failed", "skipped", "not-supported"
 RESULTS = (PASSED, FAILED, SKIPPED, NOT_SUPPORTED)
-SUMMARY_RESULTS = ("passed", "partial", "failed")
+ERROR = "error"  # the run could not judge the dispatcher at all (e.g. it died at start)
+SUMMARY_RESULTS = ("passed", "partial", "failed", ERROR)
 _SUMMARY_KEYS = {
     PASSED: "passed",
     FAILED: "failed",
@@ -223,6 +224,8 @@ class Report:
     scorecard: dict[str, Any] = field(default_factory=dict)
     date: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     suite_version: str = __version__
+    privileges: list[str] = field(default_factory=list)  # granted beyond the baseline role
+    error: str = ""  # why the run could not judge the dispatcher; the summary says "error"
 
     @classmethod
     def for_profile(
@@ -234,6 +237,8 @@ class Report:
         timeouts: Mapping[str, Any] | None = None,
         scorecard: Mapping[str, Any] | None = None,
         date: dt.datetime | None = None,
+        privileges: Iterable[str] = (),
+        error: str = "",
     ) -> Report:
         """A report whose identity, implementation and claims come from the profile."""
         return cls(
@@ -246,6 +251,8 @@ class Report:
             timeouts=dict(timeouts or {}),
             scorecard=dict(scorecard or {}),
             date=date or dt.datetime.now(dt.UTC),
+            privileges=list(privileges),
+            error=error,
         )
 
     def results(self) -> list[CheckResult]:
@@ -260,7 +267,8 @@ class Report:
         return sorted(out, key=lambda c: (order.get(c.id, len(order)), c.id))
 
     def summary(self) -> dict[str, Any]:
-        return summarize(self.results(), catalogue())
+        summary = summarize(self.results(), catalogue())
+        return {**summary, "result": ERROR} if self.error else summary
 
     def to_dict(self) -> dict[str, Any]:
         """The report.yaml document (redacted, plain data)."""
@@ -292,10 +300,13 @@ class Report:
             "environment": environment,
             "claims": self.claims,
             "timeouts": self.timeouts,
-            "summary": summarize(self.results(), cat),
+            "privileges": self.privileges,
+            "summary": self.summary(),
             "checks": checks,
             "scorecard": _complete_scorecard(self.scorecard),
         }
+        if self.error:
+            doc["error"] = self.error
         return _plain(doc)
 
     def write_yaml(self, path: str | Path) -> Path:
@@ -493,6 +504,9 @@ def verify_report_data(doc: Any) -> list[str]:
     expected = summarize(valid, cat)
     if summary.get("result") not in SUMMARY_RESULTS:
         add(f"summary.result: {summary.get('result')!r} not one of {', '.join(SUMMARY_RESULTS)}")
+    elif summary.get("result") == ERROR or doc.get("error") is not None:
+        if summary.get("result") != ERROR or not isinstance(doc.get("error"), str):
+            add("error: a report says why it is an error (summary.result error and an error text)")
     elif len(valid) == len(checks) and summary.get("result") != expected["result"]:
         add(f"summary.result: {summary.get('result')!r}, but the checks say {expected['result']!r}")
     for key in _SUMMARY_KEYS.values():
@@ -858,6 +872,7 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}
 .passed{background:#d4f4dd;color:#0a6b2a}.failed{background:#fde0e0;color:#a01010}
 .skipped{background:#eeeeee;color:#555}.not-supported{background:#f2f2f2;color:#888}
 .partial{background:#fff1cc;color:#8a5a00}
+.error{background:#f3d9f7;color:#6a1080}
 .check{border:1px solid #e2e2e2;border-radius:6px;padding:8px 16px;margin:16px 0}
 .check h3{margin:6px 0}.message{white-space:pre-wrap;background:#f8f8f8;padding:6px;
 border-radius:4px;font-family:ui-monospace,monospace;font-size:.9em}
@@ -913,8 +928,13 @@ def _render_html(report: Report) -> str:
         f'<p><span class="badge {_h(summary["result"])}">{_h(summary["result"])}</span> '
         f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} "
         f"skipped, {summary['notSupported']} not supported</p>",
+        *([f'<div class="message">{_h(doc["error"])}</div>'] if doc.get("error") else []),
         "<h2>Environment</h2>",
         _kv_table(doc["environment"]),
+        "<h3>Privileges beyond the baseline dispatcher role</h3>",
+        "<ul>" + "".join(f"<li>{_h(p)}</li>" for p in doc["privileges"]) + "</ul>"
+        if doc["privileges"]
+        else '<p class="muted">None: the baseline role only.</p>',
         "<h3>Implementation</h3>",
         _kv_table(doc["implementation"]),
         "<h3>Claims</h3>",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import control, identity, inventory, kube, scenario, versions
-from harness.dispatcher import DispatcherRunner
+from harness.dispatcher import DispatcherRunner, StartFailure
 from harness.environment import Environment
 from harness.errors import UserError
 from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
@@ -33,6 +33,7 @@ from harness.timeline import Timeline
 
 SESSION_FILE = "session.json"
 SUITE_DIR = Path(__file__).resolve().parent.parent / "suites" / "conformance"
+DEFAULT_WORKERS = 4
 RESULT_ORDER = {"failed": 0, "passed": 1, "skipped": 2, "not-supported": 3}
 
 
@@ -40,7 +41,7 @@ RESULT_ORDER = {"failed": 0, "passed": 1, "skipped": 2, "not-supported": 3}
 class Options:
     profile: str
     provider: str = "local"
-    workers: int = 4
+    workers: int | None = None  # None: as many as the profile names, else DEFAULT_WORKERS
     report_dir: Path = Path("reports")
     checks: tuple[str, ...] = ()
     skip_checks: tuple[str, ...] = ()
@@ -56,6 +57,22 @@ def log(msg: str) -> None:
     print(f"mkdc: {msg}", file=sys.stderr, flush=True)
 
 
+def worker_names(opts: Options, profile: Profile) -> list[str]:
+    """The workers' names: the profile's (a vendor's deployment shape), else worker1..N."""
+    named = profile.environment.clusters
+    if named is None:
+        return [
+            f"worker{i}"
+            for i in range(1, (DEFAULT_WORKERS if opts.workers is None else opts.workers) + 1)
+        ]
+    if opts.workers is not None and opts.workers != len(named):
+        raise UserError(
+            f"--workers {opts.workers} but profile spec.environment.clusters names "
+            f"{len(named)} ({', '.join(named)}): drop --workers or change the profile"
+        )
+    return list(named)
+
+
 def make_provider(
     opts: Options, profile: Profile, v: versions.Versions, write_mode: str | None
 ) -> Any:
@@ -64,7 +81,8 @@ def make_provider(
 
         return LocalProvider(
             v,
-            workers=opts.workers,
+            workers=worker_names(opts, profile),
+            secret_pattern=profile.environment.worker_kubeconfig_secret,
             dispatcher_name=profile.dispatcher_name,
             kueue_extra=profile.kueue,
             write_mode=write_mode,
@@ -82,7 +100,7 @@ def make_provider(
 
         return KindProvider(
             v,
-            workers=opts.workers,
+            workers=len(worker_names(opts, profile)),
             dispatcher_name=profile.dispatcher_name,
             kueue_extra=profile.kueue,
         )
@@ -118,7 +136,10 @@ def run(opts: Options) -> int:
         users: frozenset[str] = frozenset()
         runner = None
         if profile.run is not None:
-            runner, users = _start_dispatcher(profile, env, run_id, stack)
+            try:
+                runner, users = _start_dispatcher(profile, env, run_id, stack)
+            except StartFailure as exc:
+                raise _start_failure_report(exc, profile, env, report_dir, started) from None
         handlers = _control_handlers(provider, runner)
         server = control.Server(env.run_dir, handlers)
         stack.callback(server.close)
@@ -171,16 +192,57 @@ def _start_dispatcher(
     profile: Profile, env: Environment, run_id: str, stack: contextlib.ExitStack
 ) -> tuple[DispatcherRunner, frozenset[str]]:
     assert profile.run is not None
-    replicas = profile.run.replicas
-    kubeconfigs = identity.create(
-        env.manager, NAMESPACE, replicas, env.run_dir, {inventory.RUN_LABEL: run_id}
+    replicas, rbac = profile.run.replicas, profile.run.rbac
+    credentials = identity.create(
+        env.manager,
+        NAMESPACE,
+        replicas,
+        env.run_dir,
+        {inventory.RUN_LABEL: run_id},
+        rbac.cluster_rules,
+        rbac.namespace_rules,
     )
     supervisor = Supervisor(env.run_dir)
     stack.callback(supervisor.stop_all)
-    runner = DispatcherRunner(profile, supervisor, kubeconfigs)
-    log(f"starting the dispatcher ({replicas} replica(s)): {' '.join(profile.run.command)}")
+    runner = DispatcherRunner(profile, supervisor, credentials)
+    how = "as in a Pod" if profile.run.pod_environment else "as a process"
+    log(f"starting the dispatcher {how} ({replicas} replica(s)): {' '.join(profile.run.command)}")
     runner.start_all()
-    return runner, frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
+    users = frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
+    audit = env.info.get("auditLog")
+    if audit:
+        runner.wait_ready(Path(audit), users)
+    return runner, users
+
+
+def privileges(profile: Profile) -> list[str]:
+    """Every rule granted to the dispatcher beyond the baseline role, in words."""
+    if profile.run is None:
+        return []
+    rbac = profile.run.rbac
+    return identity.describe_rules(rbac.cluster_rules, None) + identity.describe_rules(
+        rbac.namespace_rules, NAMESPACE
+    )
+
+
+def _start_failure_report(
+    exc: StartFailure,
+    profile: Profile,
+    env: Environment,
+    report_dir: Path,
+    started: float,
+) -> UserError:
+    """Keep the evidence before the run directory goes: the logs, and a report saying
+    why nothing was judged. Returns the one-line error for the exit-2 path."""
+    logs = _collect_logs(env, report_dir)
+    Report.for_profile(
+        profile,
+        environment=_environment(profile, env, {}, time.monotonic() - started),
+        privileges=privileges(profile),
+        error=f"the dispatcher could not be judged: {exc}",
+    ).write_all(report_dir)
+    log_file = logs / f"{exc.process}.log"
+    return UserError(f"{exc}: read {log_file} (report: {report_dir / 'report.yaml'})")
 
 
 def _control_handlers(provider: Any, runner: DispatcherRunner | None) -> dict[str, control.Handler]:
@@ -274,16 +336,7 @@ def build_report(
         )
     cards = {_test_name(r["scenario"]): r["scorecard"] for r in records if r.get("scorecard")}
     first = next(iter(records), {})
-    environment = {
-        "provider": env.provider,
-        "kubernetesVersion": env.kubernetes_version,
-        "kueueVersion": env.kueue_version,
-        "workers": len(env.workers),
-        "nominationWriteMode": env.nomination_write_mode or "n/a (built-in dispatcher)",
-        "shape": first.get("shape", {}),
-        "kueueApiVersion": profile.environment.api_version or "any served",
-        "wallSeconds": round(wall, 1),
-    }
+    environment = _environment(profile, env, first.get("shape", {}), wall)
     card = merge_scorecards(cards.values()) if cards else {}
     card.pop("samples", None)
     card["perScenario"] = {
@@ -295,7 +348,29 @@ def build_report(
         environment=environment,
         timeouts=first.get("timeouts", {}),
         scorecard=card,
+        privileges=privileges(profile),
     )
+
+
+def _environment(
+    profile: Profile, env: Environment, shape: dict[str, Any], wall: float
+) -> dict[str, Any]:
+    """The report's environment section: what ran, and how the dispatcher was run."""
+    how = "built into Kueue"
+    if profile.run is not None:
+        how = "pod environment" if profile.run.pod_environment else "process"
+    return {
+        "provider": env.provider,
+        "kubernetesVersion": env.kubernetes_version,
+        "kueueVersion": env.kueue_version,
+        "workers": len(env.workers),
+        "workerNames": [w.name for w in env.workers],
+        "nominationWriteMode": env.nomination_write_mode or "n/a (built-in dispatcher)",
+        "dispatcherRun": how,
+        "shape": shape,
+        "kueueApiVersion": profile.environment.api_version or "any served",
+        "wallSeconds": round(wall, 1),
+    }
 
 
 def _test_name(scenario: str) -> str:
@@ -303,10 +378,11 @@ def _test_name(scenario: str) -> str:
     return scenario.rsplit("-", 1)[0]
 
 
-def _collect_logs(env: Environment, report_dir: Path) -> None:
+def _collect_logs(env: Environment, report_dir: Path) -> Path:
     """Kueue's and the dispatcher's logs, copied before the environment goes away."""
     target = report_dir / "artifacts" / "logs"
     target.mkdir(parents=True, exist_ok=True)
     for log_file in (env.run_dir / "logs").glob("*.log"):
         if "kueue" in log_file.name or "dispatcher" in log_file.name:
             shutil.copy(log_file, target / log_file.name)
+    return target

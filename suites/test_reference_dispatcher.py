@@ -28,7 +28,8 @@ def test_reference_nominates_and_explains_in_an_event(selected_versions, tmp_pat
         write_mode=kueue_install.ADMISSION_POLICY,
     )
     with running(provider) as env:
-        [kubeconfig] = identity.create(env.manager, kueue_install.NAMESPACE, 1, tmp_path, {})
+        [creds] = identity.create(env.manager, kueue_install.NAMESPACE, 1, tmp_path, {})
+        kubeconfig = creds.kubeconfig
         supervisor = Supervisor(tmp_path)
         argv = [sys.executable, "-m", "dispatchers.reference", "--kubeconfig", str(kubeconfig)]
         argv += ["--dispatcher-name", NAME, "--write-mode", "admission-policy"]

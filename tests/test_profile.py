@@ -186,6 +186,43 @@ def test_defaults_when_optional_sections_absent(tmp_path: Path) -> None:
         ("spec.run.replicas", 0, "spec.run.replicas", ">= 1"),
         ("spec.run.replicas", True, "spec.run.replicas", "integer"),
         ("spec.run.readyTimeout", "soon", "spec.run.readyTimeout", "not a duration"),
+        ("spec.run.podEnvironment", "yes", "spec.run.podEnvironment", "true or false"),
+        ("spec.run.rbac", {"rules": []}, "spec.run.rbac.rules", "unknown field"),
+        ("spec.run.rbac", {"clusterRules": {}}, "spec.run.rbac.clusterRules", "list"),
+        (
+            "spec.run.rbac",
+            {"namespaceRules": [{"apiGroups": [""], "resources": ["secrets"]}]},
+            "spec.run.rbac.namespaceRules[0].verbs",
+            "at least one verb",
+        ),
+        (
+            "spec.run.rbac",
+            {"namespaceRules": [{"resources": ["secrets"], "verbs": ["get"]}]},
+            "spec.run.rbac.namespaceRules[0].apiGroups",
+            "core group",
+        ),
+        (
+            "spec.run.rbac",
+            {"namespaceRules": [{"nonResourceURLs": ["/x"], "verbs": ["get"]}]},
+            "spec.run.rbac.namespaceRules[0].nonResourceURLs",
+            "unknown field",
+        ),
+        (
+            "spec.run.rbac",
+            {"clusterRules": [{"apiGroups": [""], "verbs": ["get"]}]},
+            "spec.run.rbac.clusterRules[0]",
+            "resources",
+        ),
+        (
+            "spec.run.rbac",
+            {"clusterRules": [{"apiGroups": "", "resources": ["x"], "verbs": ["get"]}]},
+            "spec.run.rbac.clusterRules[0].apiGroups",
+            "list",
+        ),
+        ("spec.environment.clusters", [], "spec.environment.clusters", "at least one"),
+        ("spec.environment.clusters", ["East"], "spec.environment.clusters[0]", "DNS label"),
+        ("spec.environment.clusters", ["manager"], "spec.environment.clusters[0]", "manager"),
+        ("spec.environment.clusters", ["a", "a"], "spec.environment.clusters[1]", "duplicate"),
         ("spec.claims.roundTimeout", "10 sec", "spec.claims.roundTimeout", "not a duration"),
         ("spec.claims.roundTimeout", 0, "spec.claims.roundTimeout", "positive"),
         ("spec.claims.stepSize", 0, "spec.claims.stepSize", ">= 1"),
@@ -325,3 +362,35 @@ def test_kueue_admission_variant_differs_from_reference_only_in_how_it_writes() 
     assert variant.dispatcher_name == base.dispatcher_name
     swapped = ["kueue-admission" if arg == "admission-policy" else arg for arg in base.run.command]
     assert list(variant.run.command) == swapped
+
+
+def test_pod_environment_is_the_default_and_can_be_turned_off(tmp_path: Path) -> None:
+    assert load_profile(write(tmp_path, VALID)).run.pod_environment is True
+    off = load_profile(write(tmp_path, mutated("spec.run.podEnvironment", False)))
+    assert off.run.pod_environment is False
+
+
+def test_declared_privileges_and_cluster_names_load(tmp_path: Path) -> None:
+    secrets = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
+    nodes = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}
+    doc = mutated("spec.run.rbac", {"namespaceRules": [secrets], "clusterRules": [nodes]})
+    doc["spec"]["environment"]["clusters"] = ["east-cluster", "west-cluster"]
+    profile = load_profile(write(tmp_path, doc))
+    assert profile.run.rbac.namespace_rules == (secrets,)
+    assert profile.run.rbac.cluster_rules == (nodes,)
+    assert profile.environment.clusters == ("east-cluster", "west-cluster")
+    assert not load_profile(write(tmp_path, VALID)).run.rbac
+
+
+def test_a_virtualenv_interpreter_keeps_its_path(tmp_path: Path) -> None:
+    """bin/python of a virtualenv is a symlink to the system interpreter; started through
+    the resolved target it would not see the virtualenv's packages."""
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(sys.executable)
+    doc = mutated("spec.run.command", [str(venv_bin / "python"), "-m", "vendor"])
+    profile = load_profile(write(tmp_path, doc))
+    assert profile.render_command("/kc")[0] == str(venv_bin / "python")
+    relative = mutated("spec.run.command", ["venv/bin/python", "-m", "vendor"])
+    profile = load_profile(write(tmp_path, relative))
+    assert profile.render_command("/kc")[0] == str(venv_bin / "python")

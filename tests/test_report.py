@@ -116,6 +116,7 @@ def test_yaml_has_the_contract_structure(tmp_path: Path) -> None:
         "environment",
         "claims",
         "timeouts",
+        "privileges",
         "summary",
         "checks",
         "scorecard",
@@ -323,3 +324,23 @@ def test_redact_is_idempotent_and_keeps_plain_text() -> None:
     assert redact(once) == once
     assert redact("nothing secret here") == "nothing secret here"
     assert re.search("REDACTED", redact(PEM))
+
+
+def test_a_run_that_could_not_judge_says_error_and_why(tmp_path: Path) -> None:
+    why = "the dispatcher could not be judged: it exited with code 3 at start"
+    report = make_report([], error=why, privileges=["get, list, watch secrets in kueue-system"])
+    report.write_all(tmp_path)
+    doc = yaml.safe_load((tmp_path / "report.yaml").read_text())
+    assert doc["summary"]["result"] == "error" and doc["error"] == why
+    assert doc["privileges"] == ["get, list, watch secrets in kueue-system"]
+    assert verify_report(tmp_path / "report.yaml") == []
+    html_text = (tmp_path / "report.html").read_text()
+    assert "exited with code 3" in html_text and "watch secrets in kueue-system" in html_text
+    del doc["error"]
+    (tmp_path / "report.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert any(p.startswith("error:") for p in verify_report(tmp_path / "report.yaml"))
+
+
+def test_an_error_text_without_an_error_result_is_caught(tmp_path: Path) -> None:
+    problems = _verify_edited(tmp_path, lambda doc: doc.update(error="x"))
+    assert any(p.startswith("error:") for p in problems), problems

@@ -49,3 +49,48 @@ def test_extended_resources_get_limits_equal_to_requests() -> None:
     }
     plain = job("j", "ns", "q")["spec"]["template"]["spec"]["containers"][0]["resources"]
     assert "limits" not in plain
+
+
+def test_workers_are_named_as_the_profile_names_them(tmp_path: Path) -> None:
+    plain = shaped(tmp_path, {})
+    assert run.worker_names(run.Options(profile="p"), plain) == [f"worker{i}" for i in (1, 2, 3, 4)]
+    assert run.worker_names(run.Options(profile="p", workers=2), plain) == ["worker1", "worker2"]
+    named = shaped(tmp_path, {"clusters": ["east-cluster", "west-cluster"]})
+    assert run.worker_names(run.Options(profile="p"), named) == ["east-cluster", "west-cluster"]
+    with pytest.raises(UserError, match="--workers 3 but profile .* names 2"):
+        run.worker_names(run.Options(profile="p", workers=3), named)
+
+
+def test_a_dispatcher_dead_at_start_leaves_its_log_and_a_report(tmp_path: Path) -> None:
+    from harness.dispatcher import StartFailure
+    from harness.environment import Cluster, Environment
+
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "logs" / "dispatcher-0.log").write_text("forbidden: cannot list secrets\n")
+    (run_dir / "logs" / "manager-kueue.log").write_text("kueue started\n")
+    (run_dir / "logs" / "manager-etcd.log").write_text("not evidence\n")
+    env = Environment(
+        "local",
+        run_dir,
+        Cluster("manager", run_dir / "kc", "manager"),
+        [Cluster("east", run_dir / "kc", "worker")],
+        "v1.36.3",
+        "v0.19.2",
+        "mkdc.example/reference",
+    )
+    report_dir = tmp_path / "report"
+    profile = shaped(tmp_path, {})
+    failure = StartFailure(
+        "the dispatcher (dispatcher-0) exited with code 3 at start", "dispatcher-0"
+    )
+    error = run._start_failure_report(failure, profile, env, report_dir, 0.0)
+    copied = report_dir / "artifacts" / "logs" / "dispatcher-0.log"
+    assert str(copied) in str(error) and "exited with code 3" in str(error)
+    assert copied.read_text() == "forbidden: cannot list secrets\n"
+    assert (report_dir / "artifacts" / "logs" / "manager-kueue.log").exists()
+    assert not (report_dir / "artifacts" / "logs" / "manager-etcd.log").exists()
+    doc = yaml.safe_load((report_dir / "report.yaml").read_text())
+    assert doc["summary"]["result"] == "error"
+    assert "exited with code 3" in doc["error"]
+    assert doc["environment"]["workerNames"] == ["east"]

@@ -1,0 +1,77 @@
+"""A dispatcher that needs a Pod and more than the baseline role, judged unmodified.
+
+It has no kubeconfig flag (in-cluster config only), finds its namespace in the Pod's
+service-account files, and reads Secrets at start. Without `run.rbac` it exits at start:
+the run is an error whose report keeps its log; with it, it is judged like any other.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.report import verify_report
+
+PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
+READ_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
+
+
+def secret_reader_profile(tmp_path: Path, rbac: dict | None) -> Path:
+    doc = yaml.safe_load((PROFILES / "reference.yaml").read_text())
+    doc["metadata"]["name"] = "secret-reader"
+    command = doc["spec"]["run"]["command"]
+    assert "--kubeconfig" not in command  # in-cluster config only
+    doc["spec"]["run"]["command"] = ["python", "-m", "suites.vendor_like.secret_reader"]
+    doc["spec"]["run"]["command"] += command[3:]
+    if rbac is not None:
+        doc["spec"]["run"]["rbac"] = rbac
+    path = tmp_path / "secret-reader.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def mkdc_run(profile: Path, report_dir: Path, checks: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", str(profile)]
+    argv += ["--checks", checks, "--report-dir", str(report_dir), "--workers", "3"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+
+
+def run_dirs() -> set[Path]:
+    return set(Path("/tmp").glob("mkdc-run-*"))
+
+
+@pytest.mark.e2e
+def test_without_the_privilege_it_needs_it_cannot_start_and_the_report_says_why(
+    selected_versions, tmp_path: Path
+) -> None:
+    before = run_dirs()
+    report_dir = tmp_path / "report"
+    proc = mkdc_run(secret_reader_profile(tmp_path, None), report_dir, "CORE-01")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    log = report_dir / "artifacts" / "logs" / "dispatcher-0.log"
+    assert "exited with code 3 at start" in last and str(log) in last, last
+    assert "cannot list Secrets in kueue-system: 403" in log.read_text()
+    report = yaml.safe_load((report_dir / "report.yaml").read_text())
+    assert report["summary"]["result"] == "error" and "exited with code 3" in report["error"]
+    assert verify_report(report_dir / "report.yaml") == []
+    assert run_dirs() <= before  # nothing left behind
+
+
+@pytest.mark.e2e
+def test_with_declared_privileges_it_runs_as_in_a_pod_and_is_judged(
+    selected_versions, tmp_path: Path
+) -> None:
+    report_dir = tmp_path / "report"
+    profile = secret_reader_profile(tmp_path, {"namespaceRules": [READ_SECRETS]})
+    proc = mkdc_run(profile, report_dir, "CORE-01")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = yaml.safe_load((report_dir / "report.yaml").read_text())
+    assert {c["id"]: c["result"] for c in report["checks"]}["CORE-01"] == "passed"
+    assert report["privileges"] == ["get, list, watch secrets in kueue-system"]
+    assert report["environment"]["dispatcherRun"] == "pod environment"
+    assert verify_report(report_dir / "report.yaml") == []
