@@ -1,7 +1,8 @@
 """A dispatcher that needs a Pod and more than the baseline role, judged unmodified.
 
 It has no kubeconfig flag (in-cluster config only), finds its namespace in the Pod's
-service-account files, and reads Secrets at start. Without `run.rbac` it exits at start:
+service-account files, reads Secrets at start, and is started by its virtualenv's
+`bin/python` (a symlink to an interpreter that lacks its packages). Without `run.rbac` it exits at start:
 the run is an error whose report keeps its log; with it, it is judged like any other.
 """
 
@@ -17,6 +18,7 @@ import yaml
 from harness.report import verify_report
 
 PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
+VENV_PYTHON = str(Path(sys.prefix) / "bin" / "python")
 READ_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
 
 
@@ -25,7 +27,8 @@ def secret_reader_profile(tmp_path: Path, rbac: dict | None) -> Path:
     doc["metadata"]["name"] = "secret-reader"
     command = doc["spec"]["run"]["command"]
     assert "--kubeconfig" not in command  # in-cluster config only
-    doc["spec"]["run"]["command"] = ["python", "-m", "suites.vendor_like.secret_reader"]
+    # its own virtualenv's interpreter, by path: a symlink whose target lacks the packages
+    doc["spec"]["run"]["command"] = [VENV_PYTHON, "-m", "suites.vendor_like.secret_reader"]
     doc["spec"]["run"]["command"] += command[3:]
     if rbac is not None:
         doc["spec"]["run"]["rbac"] = rbac
