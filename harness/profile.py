@@ -41,6 +41,8 @@ FEATURES = (
 )
 NOMINATION_WRITE_MODES = ("admission-policy", "merge-patch", "kueue-admission")
 ORDERINGS = ("config", "alphabetical", "tiers", "none")
+PER_SCENARIO, SHARED = "per-scenario", "shared"
+CLUSTER_SCOPES = (PER_SCENARIO, SHARED)
 PLACEHOLDERS = ("kubeconfig", "dispatcher_name", "namespace")
 DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_READY_TIMEOUT = 60.0
@@ -101,6 +103,10 @@ class EnvironmentSpec:
     priority_classes: tuple[str, ...] | None = None
     api_version: str | None = None
     clusters: tuple[str, ...] | None = None  # the workers' names, in this order
+    # per-scenario: each scenario builds its own MultiKueueClusters and config; shared:
+    # scenarios use the environment's clusters and one config made before the dispatcher
+    # starts (for dispatchers that discover clusters once, at start)
+    cluster_scope: str = PER_SCENARIO
 
 
 @dataclass(frozen=True)
@@ -448,6 +454,7 @@ class _Validator:
                 "priorityClasses",
                 "apiVersion",
                 "clusters",
+                "clusterScope",
             ),
         )
         secret = self.string(env.get("workerKubeconfigSecret"), f"{where}.workerKubeconfigSecret")
@@ -467,8 +474,12 @@ class _Validator:
             self.fail(f"{where}.apiVersion", f"not an API version like v1beta1: {api_version!r}")
         clusters = env.get("clusters")
         names = None if clusters is None else self.cluster_names(clusters, f"{where}.clusters")
+        scope = self.choice(
+            env.get("clusterScope", PER_SCENARIO), f"{where}.clusterScope", CLUSTER_SCOPES
+        )
         return EnvironmentSpec(
             clusters=names,
+            cluster_scope=scope,
             worker_cluster_queue=self.string(
                 env.get("workerClusterQueue"), f"{where}.workerClusterQueue"
             ),

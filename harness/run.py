@@ -27,7 +27,7 @@ from harness.errors import UserError
 from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
 from harness.procs import Supervisor
-from harness.profile import Profile, load_profile
+from harness.profile import SHARED, Profile, load_profile
 from harness.report import CheckResult, Report
 from harness.timeline import Timeline
 
@@ -133,6 +133,9 @@ def run(opts: Options) -> int:
         for cluster in env.clusters:
             for doc in scenario.shared_documents(shape):
                 kube.create_if_absent(cluster.dyn, inventory.label(doc, run_id))
+        shared = profile.environment.cluster_scope == SHARED
+        if shared:  # before the dispatcher starts, so one that looks only once sees it all
+            scenario.create_shared_scope(env, shape, run_id)
         users: frozenset[str] = frozenset()
         runner = None
         if profile.run is not None:
@@ -165,6 +168,9 @@ def run(opts: Options) -> int:
             # one ClusterQueue name on every worker: scenarios cannot each have their own
             parallel = 1
             log(f"workerClusterQueue {profile.environment.worker_cluster_queue}: one at a time")
+        if shared and parallel > 1:
+            parallel = 1
+            log("clusterScope shared: scenarios take turns on the environment's clusters")
         log(f"running the suite for profile {profile.name} ({parallel} parallel)")
         code = _pytest(session_file, parallel)
         if code not in (0, 1):
@@ -367,6 +373,7 @@ def _environment(
         "workerNames": [w.name for w in env.workers],
         "nominationWriteMode": env.nomination_write_mode or "n/a (built-in dispatcher)",
         "dispatcherRun": how,
+        "clusterScope": profile.environment.cluster_scope,
         "shape": shape,
         "kueueApiVersion": profile.environment.api_version or "any served",
         "wallSeconds": round(wall, 1),

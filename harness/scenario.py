@@ -564,6 +564,30 @@ def shared_documents(shape: Shape) -> list[dict[str, Any]]:
     ]
 
 
+SHARED_SCOPE = "mkdc-shared"  # the one MultiKueueConfig (and its queue) of clusterScope shared
+
+
+def create_shared_scope(env: Environment, shape: Shape, run_id: str) -> None:
+    """clusterScope shared: one MultiKueueConfig over the environment's own
+    MultiKueueClusters, in their order, behind one AdmissionCheck and manager ClusterQueue;
+    all Active before the dispatcher starts. Scenarios then only add namespaces, queues and
+    capacity, which a dispatcher that discovers clusters once at start does not need to see."""
+    names = [w.name for w in env.workers]
+    docs = [
+        multikueue.multikueue_config(SHARED_SCOPE, names),
+        multikueue.multikueue_admission_check(SHARED_SCOPE, SHARED_SCOPE),
+        multikueue.cluster_queue(
+            SHARED_SCOPE,
+            multikueue.DEFAULT_QUOTA | {shape.resource: "1000"},
+            flavor=shape.flavor,
+            admission_checks=[SHARED_SCOPE],
+        ),
+    ]
+    for doc in docs:
+        kube.apply(env.manager.dyn, inventory.label(doc, run_id))
+    multikueue.wait_active(env.manager, names, [SHARED_SCOPE], timeout=90)
+
+
 def workload_priority_class(name: str, value: int) -> dict[str, Any]:
     return {
         "apiVersion": API,

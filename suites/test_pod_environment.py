@@ -2,8 +2,9 @@
 
 It has no kubeconfig flag (in-cluster config only), finds its namespace in the Pod's
 service-account files, reads Secrets at start, and is started by its virtualenv's
-`bin/python` (a symlink to an interpreter that lacks its packages). Without `run.rbac` it exits at start:
-the run is an error whose report keeps its log; with it, it is judged like any other.
+`bin/python` (a symlink to an interpreter that lacks its packages). Without `run.rbac` it
+exits at start: the run is an error whose report keeps its log; with it, it is judged
+like any other.
 """
 
 from __future__ import annotations

@@ -220,6 +220,7 @@ def test_defaults_when_optional_sections_absent(tmp_path: Path) -> None:
             "list",
         ),
         ("spec.environment.clusters", [], "spec.environment.clusters", "at least one"),
+        ("spec.environment.clusterScope", "global", "spec.environment.clusterScope", "shared"),
         ("spec.environment.clusters", ["East"], "spec.environment.clusters[0]", "DNS label"),
         ("spec.environment.clusters", ["manager"], "spec.environment.clusters[0]", "manager"),
         ("spec.environment.clusters", ["a", "a"], "spec.environment.clusters[1]", "duplicate"),
@@ -375,7 +376,10 @@ def test_declared_privileges_and_cluster_names_load(tmp_path: Path) -> None:
     nodes = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}
     doc = mutated("spec.run.rbac", {"namespaceRules": [secrets], "clusterRules": [nodes]})
     doc["spec"]["environment"]["clusters"] = ["east-cluster", "west-cluster"]
+    doc["spec"]["environment"]["clusterScope"] = "shared"
     profile = load_profile(write(tmp_path, doc))
+    assert profile.environment.cluster_scope == "shared"
+    assert load_profile(write(tmp_path, VALID)).environment.cluster_scope == "per-scenario"
     assert profile.run.rbac.namespace_rules == (secrets,)
     assert profile.run.rbac.cluster_rules == (nodes,)
     assert profile.environment.clusters == ("east-cluster", "west-cluster")
