@@ -5,7 +5,8 @@ MultiKueueConfig and MultiKueueClusters (named `<scenario>-<worker>`, reusing ea
 worker's kubeconfig Secret data), plus its own worker ClusterQueues. Tests are
 therefore isolated from each other and can run in parallel against one set of
 clusters; a test can make "its" copy of a worker inactive, annotate it or give it
-capacity without touching anybody else's.
+capacity without touching anybody else's. Scenarios name no worker: they take the
+environment's workers by position (`workers(n)`), so any cluster names work.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class Scenario:
         self.ns = name
         self.shape = Shape.of(ctx.profile)
         self.members: dict[str, str] = {}  # MultiKueueCluster name -> worker name
+        self.decoys: dict[str, str] = {}  # outside the config: MultiKueueCluster -> worker
         self.order: list[str] = []  # MultiKueueConfig order (cluster names)
         self.tiers: dict[str, int] = {}
         self.timeouts: dict[str, float] = {}
@@ -114,6 +116,21 @@ class Scenario:
     @property
     def manager(self) -> Cluster:
         return self.ctx.env.manager
+
+    def workers(self, n: int | None = None, *, at_least: int = 1, why: str = "") -> list[str]:
+        """The environment's first `n` workers (all of them when None), by position.
+
+        A scenario states how many it needs; an environment with fewer cannot run it,
+        which is an EnvironmentLimit (its checks are skipped with this reason)."""
+        names = [w.name for w in self.ctx.env.workers]
+        need = max(n or 0, at_least)
+        if len(names) < need:
+            reason = f" ({why})" if why else ""
+            raise EnvironmentLimit(
+                f"the scenario needs {need} worker clusters{reason}, the environment has "
+                f"{len(names)}: run with more workers (--workers)"
+            )
+        return names[:n] if n is not None else names
 
     def cluster(self, worker: str) -> str:
         """This scenario's MultiKueueCluster name for a worker."""
@@ -170,8 +187,42 @@ class Scenario:
             multikueue.wait_queue_active(self.manager, self.name, self.ns, timeout=60)
         return self
 
+    def with_decoys(self, workers: Sequence[str], *, capacity: int = 1) -> list[str]:
+        """MultiKueueClusters outside this scenario's config that a dispatcher ignoring the
+        config would pick first: Active on real `workers` with room for `capacity`
+        workloads now, named to sort before every MultiKueueCluster on the manager, in the
+        best tier (the profile's tier label, "0"; give members a higher one), and created
+        last. Call after with_workers; returns their names."""
+        made = []
+        for worker in workers:
+            taken = [
+                i["metadata"]["name"]
+                for i in self.manager.resource(API, "MultiKueueCluster").get().to_dict()["items"]
+            ]
+            name = name_before(taken, f"{self.name}-{worker}")
+            self._worker_queues(worker, capacity, False, False)
+            self._multikueue_cluster(name, worker, 0, None)
+            self.decoys[name] = worker
+            made.append(name)
+        multikueue.wait_active(self.manager, made, [], timeout=60)
+        self.mark("decoys", clusters=made)
+        return made
+
     def _add_member(self, worker: str, tier: int | None, timeout: str | None) -> None:
         name = self.cluster(worker)
+        self._multikueue_cluster(name, worker, tier, timeout)
+        self.members[name] = worker
+        self.order.append(name)
+        if tier is not None:
+            self.tiers[name] = tier
+        if timeout is not None:
+            self.timeouts[name] = parse_duration(timeout) or 0.0
+
+    def _multikueue_cluster(
+        self, name: str, worker: str, tier: int | None, timeout: str | None
+    ) -> None:
+        """A MultiKueueCluster `name` reaching `worker` through its own kubeconfig Secret,
+        with the dispatcher's knobs (tier label, timeout annotation) set."""
         secret = self.shape.secret_pattern.format(cluster=name)
         base = self.ctx.worker_secrets.get(worker) or multikueue.worker_secret_name(worker)
         data = (
@@ -192,12 +243,6 @@ class Scenario:
             else {}
         )
         self._create(self.manager, multikueue.multikueue_cluster(name, secret, labels, annotations))
-        self.members[name] = worker
-        self.order.append(name)
-        if tier is not None:
-            self.tiers[name] = tier
-        if timeout is not None:
-            self.timeouts[name] = parse_duration(timeout) or 0.0
 
     def _worker_queues(self, worker: str, units: int, provisioning: bool, preemption: bool) -> None:
         w = self.ctx.env.worker(worker)
@@ -416,7 +461,7 @@ class Scenario:
 
     def timeline(self) -> Timeline:
         """This scenario's events, worker names rewritten to its MultiKueueCluster names."""
-        by_worker = {w: c for c, w in self.members.items()}
+        by_worker = {w: c for c, w in {**self.decoys, **self.members}.items()}
         keys = set(self.jobs.values())
         events: list[Event] = []
         for e in self.ctx.recorder.snapshot(self.ns):
@@ -432,7 +477,7 @@ class Scenario:
 
     def _mine(self, e: Event) -> bool:
         if e.kind == Kind.CLUSTER_ACTIVE:
-            return e.data.get("cluster") in self.members
+            return e.data.get("cluster") in self.members or e.data.get("cluster") in self.decoys
         if e.kind == Kind.CONFIG_CHANGED:
             return e.data.get("config") == self.name
         if e.kind == Kind.ACTION:
@@ -536,6 +581,16 @@ class Scenario:
                 kube.delete(cluster.dyn, "v1", "Namespace", doc["metadata"]["name"])
             except ApiException:
                 pass
+
+
+def name_before(taken: Iterable[str], base: str) -> str:
+    """A valid object name ("0-" + dashes + `base`) that sorts before every name in
+    `taken`: "0" is the smallest first character of a name, "-" the smallest after it."""
+    first = min(taken, default=None)
+    name = f"0-{base}"
+    while first is not None and name >= first and len(name) < 253:
+        name = f"0--{name[2:]}"
+    return name
 
 
 def _times(quantity: str, units: int) -> str:

@@ -76,6 +76,7 @@ def _e(fault: str, kills: Sequence[str], *controls: str) -> tuple[str, Expectati
 EXPECTED: dict[str, Expectation] = dict(
     [
         _e("outside-config", ["CORE-01"], "CORE-03"),
+        _e("config-blind", ["CORE-01"], "CORE-03"),
         _e("duplicate-names", ["CORE-02"], "CORE-03"),
         _e("writes-after-placement", ["CORE-03"], "CORE-08"),
         _e("ignores-eviction", ["CORE-06"], "CORE-03"),

@@ -47,12 +47,35 @@ def placement_timeout(sc: Scenario, cluster: str | None = None, extra: float = 0
 
 
 def skip_if_slow(sc: Scenario, seconds: float, limit: float = 150.0) -> None:
-    """Scenarios whose claimed timing needs longer than `limit` run only in the full run."""
+    """Extended scenarios whose claimed timing needs longer than `limit` run only in the
+    full run. A core check always runs: its scenario takes its timing from the claims."""
+    if any(CATALOGUE[c].feature is None for c in sc.checks):
+        return
     if seconds > limit and not _session()["full"]:
         record_skipped(
             _session(), list(sc.checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
         )
         pytest.skip(f"needs {seconds:.0f}s of the claimed timing: full run only")
+
+
+def one_escalation(sc: Scenario) -> int:
+    """Workers for a config whose last cluster is one escalation away: a full first batch
+    (the claimed stepSize) plus one. A step of "all" has no escalation: two."""
+    return (bounds(sc).step_size or 1) + 1
+
+
+def claimed_order(sc: Scenario, workers: list[str]) -> list[str]:
+    """`workers` in the order the claims say their clusters are tried (before setup)."""
+    by_cluster = {sc.cluster(w): w for w in workers}
+    return [by_cluster[c] for c in bounds(sc).ordered(by_cluster)]
+
+
+def nominated_within(sc: Scenario, seconds: float) -> str:
+    """The last configured cluster the claims have nominated `seconds` after submission
+    (the last one, when the claims do not say: its bound is then the worst case)."""
+    b = bounds(sc)
+    reached = [c for c in b.ordered() if b.escalation_delay(c) <= seconds]
+    return reached[-1] if reached else b.ordered()[-1]
 
 
 def round_timeout(sc: Scenario, default: float = 5.0) -> float:

@@ -42,7 +42,7 @@ def test_wrong_dispatcher_name_is_one_clear_line(selected_versions, tmp_path) ->
         argv = [sys.executable, "-m", "harness.cli", "run", "--profile", "reference"]
         argv += ["--provider", "existing", "--report-dir", str(tmp_path / "r")]
         argv += ["--cluster", f"manager={env.manager.kubeconfig}"]
-        argv += ["--cluster", f"worker1={env.workers[0].kubeconfig}"]
+        argv += ["--cluster", f"{env.workers[0].name}={env.workers[0].kubeconfig}"]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
         assert proc.returncode == 2
         lines = [line for line in proc.stderr.splitlines() if "error" in line]

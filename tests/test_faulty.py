@@ -58,6 +58,19 @@ def test_outside_config_adds_a_cluster_the_config_does_not_list() -> None:
     assert decide("outside-config", NOW, workload()) == ["w1", OUTSIDE]
 
 
+def test_config_blind_tries_every_cluster_by_name_and_ignores_tiers() -> None:
+    active = snapshot()["multikueueclusters"]["w1"]
+    snap = snapshot(multikueueclusters={"0-decoy": active, "a-other": active})
+    snap["multikueueclusters"]["w1"]["metadata"]["labels"] = {S.tier_label: "0"}
+    snap["multikueueclusters"]["0-decoy"]["metadata"]["labels"] = {S.tier_label: "5"}
+    assert reference(NOW, workload(), snap) == ["w1"]
+    planner = FAULTS["config-blind"].planner()
+    wl, _ = persisted("x", NOW, workload(), snap, planner=planner)
+    assert wl["status"]["nominatedClusterNames"] == ["0-decoy"]
+    assert decide("x", NOW + 10, wl, snap, planner=planner) == ["a-other"]  # next by name
+    assert decide("config-blind", NOW, workload()) == ["w1"]  # only config clusters: as reference
+
+
 def test_duplicate_names_repeats_the_first_nominee() -> None:
     assert decide("duplicate-names", NOW, workload()) == ["w1", "w1"]
 

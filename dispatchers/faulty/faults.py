@@ -115,6 +115,27 @@ def outside_config() -> Planner:
     return planner
 
 
+def config_blind() -> Planner:
+    """CORE-01: never reads the workload's MultiKueueConfig: tries every MultiKueueCluster
+    on the manager, the first Active one by name, then the next each round (tiers ignored),
+    as a dispatcher that lists clusters instead of reading the config would."""
+
+    def planner(now: float, wl: Obj, snap: Snapshot, s: Settings, last: str | None = None) -> Plan:
+        route = model.route_of(
+            wl, snap["localqueues"], snap["clusterqueues"], snap["admissionchecks"]
+        )
+        config = snap["multikueueconfigs"].get(route.config) if route else None
+        if route is None or config is None:
+            return plan(now, wl, snap, s, last)
+        every = copy.deepcopy(dict(config))
+        every.setdefault("spec", {})["clusters"] = sorted(snap["multikueueclusters"])
+        configs = {**snap["multikueueconfigs"], route.config: every}
+        blind = replace(s, tier_label=UNUSED)
+        return plan(now, wl, {**snap, "multikueueconfigs": configs}, blind, last)
+
+    return planner
+
+
 def duplicate_names() -> Planner:
     """CORE-02: writes the first nominee twice (the API's list is atomic: it accepts that)."""
 
@@ -350,6 +371,8 @@ FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
         Fault("outside-config", "nominates a cluster outside the config", outside_config),
+        Fault("config-blind", "tries every cluster by name, never reads the config",
+              config_blind),
         Fault("duplicate-names", "nominates the same cluster twice", duplicate_names),
         Fault("writes-after-placement", "writes nominations after placement",
               writes_after_placement),

@@ -14,7 +14,7 @@ BURST = 100
 def test_burst_liveness(scenario):
     """100 workloads at once, with capacity for all of them on every worker. Alone: the
     burst saturates Kueue's MultiKueue controller, which every scenario shares."""
-    workers = [w.name for w in scenario.ctx.env.workers]
+    workers = scenario.workers()
     scenario.with_workers(workers, capacity={w: BURST for w in workers})
     # long enough that Kueue records the placement before the Job finishes
     keys = scenario.submit_many("burst", BURST, run_for="30s")

@@ -10,7 +10,8 @@ from suites.expectations import conforms, placement_timeout
 @pytest.mark.checks("CORE-03")
 def test_no_nomination_after_placement(scenario):
     """A workload admitted on one worker is watched for a while after placement."""
-    scenario.with_workers(["worker1", "worker2"], capacity={"worker1": 1, "worker2": 1})
+    workers = scenario.workers(2)
+    scenario.with_workers(workers, capacity=dict.fromkeys(workers, 1))
     workload = scenario.submit("job", run_for="20s")
     scenario.wait_placed(workload, timeout=placement_timeout(scenario))
     scenario.observe(15)
@@ -20,9 +21,8 @@ def test_no_nomination_after_placement(scenario):
 @pytest.mark.checks("CORE-06")
 def test_redispatch_after_eviction(scenario):
     """Placed on a worker, then preempted there by a local high-priority job: placed again."""
-    scenario.with_workers(
-        ["worker1", "worker2"], capacity={"worker1": 1, "worker2": 1}, preemption=True
-    )
+    workers = scenario.workers(2, why="one to be evicted from, one to go to")
+    scenario.with_workers(workers, capacity=dict.fromkeys(workers, 1), preemption=True)
     low = scenario.shape.priority_classes[0]
     workload = scenario.submit("job", priority=low)
     first = scenario.wait_placed(workload, timeout=placement_timeout(scenario))
@@ -39,7 +39,8 @@ def test_redispatch_after_eviction(scenario):
 @pytest.mark.checks("CORE-08")
 def test_foreign_workloads_untouched(scenario):
     """A plain ClusterQueue workload on the manager, beside MultiKueue work, is never written."""
-    scenario.with_workers(["worker1"], capacity={"worker1": 1}).with_plain_queue()
+    workers = scenario.workers(1)
+    scenario.with_workers(workers, capacity=dict.fromkeys(workers, 1)).with_plain_queue()
     foreign = scenario.submit_foreign("plain")
     workload = scenario.submit("job", run_for="1s")
     scenario.wait_placed(workload, timeout=placement_timeout(scenario))

@@ -1,44 +1,62 @@
-"""Core: nominations stay inside the config, and a workload that fits somewhere is placed."""
+"""Core: nominations stay inside the config, and a workload that fits somewhere is placed.
+
+Timing comes from the claims: each scenario needs at most one escalation, so a dispatcher
+with 30 s or 5 min rounds is judged by the default run too."""
 
 from __future__ import annotations
 
 import pytest
 
-from suites.expectations import conforms, placement_timeout, round_timeout, skip_if_slow
+from suites.expectations import (
+    claimed_order,
+    conforms,
+    nominated_within,
+    one_escalation,
+    placement_timeout,
+    round_timeout,
+)
 
 
 @pytest.mark.checks("CORE-01")
 def test_nominates_configured_only(scenario):
-    """The config lists two of the workers; none has capacity for a while, then the second does."""
-    scenario.with_workers(["worker2", "worker3"])
+    """The config lists two workers, neither with capacity for a while, then one has. A
+    decoy outside the config, Active on the third worker with capacity now, first by name
+    and in the best tier, is what any dispatcher that ignores the config would pick."""
+    outside, *configured = scenario.workers(3, why="one outside the config, two in it")
+    scenario.with_workers(configured, tiers=dict.fromkeys(configured, 1))
+    scenario.with_decoys([outside])
     workload = scenario.submit("job")
-    scenario.observe(min(round_timeout(scenario) * 1.5, 20))
-    scenario.set_capacity("worker3", 1)
-    scenario.wait_placed(workload, timeout=placement_timeout(scenario, scenario.cluster("worker3")))
+    pending = min(round_timeout(scenario) * 1.5, 20)
+    scenario.observe(pending)
+    target = nominated_within(scenario, pending)
+    scenario.set_capacity(scenario.members[target], 1)
+    scenario.wait_placed(workload, timeout=placement_timeout(scenario, target))
     conforms(scenario)
 
 
 @pytest.mark.checks("CORE-04")
 def test_eventual_placement(scenario):
-    """Only the last worker in the preferred order has capacity: the workload ends up there."""
-    workers = [w.name for w in scenario.ctx.env.workers]
-    scenario.with_workers(workers, capacity={workers[-1]: 1})
-    last = scenario.cluster(workers[-1])
-    skip_if_slow(scenario, placement_timeout(scenario, last))
+    """Only the last worker in the preferred order has capacity, one escalation away: the
+    config holds a full first batch (the claimed step) and that worker."""
+    workers = scenario.workers(one_escalation(scenario), why="the claimed stepSize + 1")
+    last = claimed_order(scenario, workers)[-1]
+    scenario.with_workers(workers, capacity={last: 1})
     workload = scenario.submit("job")
-    scenario.wait_placed(workload, timeout=placement_timeout(scenario, last))
-    conforms(scenario, expected_cluster=last)
+    target = scenario.cluster(last)
+    scenario.wait_placed(workload, timeout=placement_timeout(scenario, target))
+    conforms(scenario, expected_cluster=target)
 
 
 @pytest.mark.checks("CORE-07")
 def test_config_change_honoured(scenario):
-    """Pending with no capacity anywhere; a worker with capacity joins the config and gets it."""
-    scenario.with_workers(["worker1", "worker2"])
-    # the dispatcher may take the new cluster in at its next round
-    timeout = placement_timeout(scenario, scenario.cluster("worker3"), round_timeout(scenario))
-    skip_if_slow(scenario, timeout)
+    """Pending with no capacity on a full first batch; a worker with capacity joins the
+    config and gets the workload (at the latest at the next round)."""
+    *first, joining = scenario.workers(one_escalation(scenario), why="the claimed stepSize + 1")
+    scenario.with_workers(first)
     workload = scenario.submit("job")
     scenario.observe(3)
-    scenario.add_to_config("worker3", capacity=1)
+    scenario.add_to_config(joining, capacity=1)
+    # the dispatcher may take the new cluster in at its next round
+    timeout = placement_timeout(scenario, scenario.cluster(joining), round_timeout(scenario))
     assert scenario.wait_placed(workload, timeout=timeout)
     conforms(scenario)

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from suites.expectations import bounds, conforms, placement_timeout, skip_if_slow
-
-
-def _beyond_first_step(scenario) -> tuple[list[str], str]:
-    """All workers in order, and the first worker outside the first batch."""
-    workers = [w.name for w in scenario.ctx.env.workers]
-    step = bounds(scenario).step_size or len(workers)
-    return workers, workers[min(step, len(workers) - 1)]
+from suites.expectations import (
+    bounds,
+    claimed_order,
+    conforms,
+    one_escalation,
+    placement_timeout,
+    skip_if_slow,
+)
 
 
 @pytest.mark.checks("EXT-05", "EXT-06")
 def test_timeout_escalation(scenario):
     """The first batch has no capacity; a later worker has: it is reached after one round."""
-    workers, later = _beyond_first_step(scenario)
+    workers = scenario.workers(one_escalation(scenario), why="the claimed stepSize + 1")
+    later = claimed_order(scenario, workers)[-1]
     scenario.with_workers(workers, capacity={later: 1})
     target = scenario.cluster(later)
     skip_if_slow(scenario, placement_timeout(scenario, target))
@@ -29,7 +30,7 @@ def test_timeout_escalation(scenario):
 @pytest.mark.checks("EXT-08")
 def test_per_cluster_timeout(scenario):
     """The first worker keeps its round twice as long as the others; the third has capacity."""
-    workers = [w.name for w in scenario.ctx.env.workers][:3]
+    workers = scenario.workers(3)
     longer = 2 * (bounds(scenario).round_timeout or 10)
     scenario.with_workers(workers, capacity={workers[2]: 1}, timeouts={workers[0]: f"{longer:g}s"})
     target = scenario.cluster(workers[2])

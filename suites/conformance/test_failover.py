@@ -16,7 +16,7 @@ def test_provisioning_failover(scenario):
     the ProvisioningRequest fails and the quota is gone (Kueue retries the check there and
     evicts the copy, which stays evicted; the manager sees the eviction); the next
     dispatch must start past that worker, and the workload runs elsewhere."""
-    members = [w.name for w in scenario.ctx.env.workers][:3]
+    members = scenario.workers(3)
     scenario.with_workers(members, capacity=dict.fromkeys(members, 1), provisioning=members)
     last = scenario.cluster(members[-1])
     skip_if_slow(scenario, placement_timeout(scenario, last))

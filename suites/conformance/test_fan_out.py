@@ -13,15 +13,11 @@ from harness.autoscaler import PROVISION, Behaviour
 from suites.expectations import conforms, placement_timeout, round_timeout, skip_if_slow
 
 
-def _all_workers(scenario) -> list[str]:
-    return [w.name for w in scenario.ctx.env.workers]
-
-
 @pytest.mark.scorecard
 @pytest.mark.checks("EXT-01")
 def test_bounded_fan_out(scenario):
     """No worker has capacity; two rounds pass; copies never exceed the claimed step."""
-    scenario.with_workers(_all_workers(scenario))
+    scenario.with_workers(scenario.workers())
     two_rounds = 2 * round_timeout(scenario) + 3
     skip_if_slow(scenario, two_rounds)
     scenario.submit("job")
@@ -33,7 +29,7 @@ def test_bounded_fan_out(scenario):
 @pytest.mark.checks("EXT-03")
 def test_bounded_duplicate_admission(scenario):
     """Every worker has capacity: few of them reserve quota, losers' copies go quickly."""
-    workers = _all_workers(scenario)
+    workers = scenario.workers()
     scenario.with_workers(workers, capacity={w: 1 for w in workers})
     workload = scenario.submit("job")
     scenario.wait_placed(workload, timeout=placement_timeout(scenario))
@@ -45,7 +41,7 @@ def test_bounded_duplicate_admission(scenario):
 @pytest.mark.checks("EXT-02")
 def test_no_simultaneous_autoscaling(scenario):
     """Every worker autoscales; requests stay pending for two rounds, then one provisions."""
-    workers = _all_workers(scenario)
+    workers = scenario.workers()
     scenario.with_workers(workers, capacity={w: 1 for w in workers}, provisioning=workers)
     two_rounds = 2 * round_timeout(scenario) + 3
     skip_if_slow(scenario, two_rounds)
@@ -62,7 +58,7 @@ def test_no_simultaneous_autoscaling(scenario):
 @pytest.mark.checks("EXT-04")
 def test_bounded_preemption(scenario):
     """Every worker is full of low-priority local work; a high-priority workload arrives."""
-    workers = _all_workers(scenario)
+    workers = scenario.workers()
     scenario.with_workers(workers, capacity={w: 1 for w in workers}, preemption=True)
     low, high = scenario.shape.priority_classes[:2]
     for w in workers:

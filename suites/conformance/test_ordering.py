@@ -10,7 +10,7 @@ from suites.expectations import bounds, conforms, placement_timeout, skip_if_slo
 @pytest.mark.checks("EXT-07")
 def test_ordered_dispatch(scenario):
     """Config order is not alphabetical (tiers reorder it again); the last one has capacity."""
-    workers = [w.name for w in scenario.ctx.env.workers]
+    workers = scenario.workers(at_least=3, why="an order that is not alphabetical")
     order = [workers[2], workers[0], *workers[3:], workers[1]]
     tiers = None
     if bounds(scenario).ordering == "tiers":

@@ -10,7 +10,7 @@ from suites.expectations import conforms, placement_timeout, round_timeout, skip
 @pytest.mark.checks("EXT-10")
 def test_skips_inactive_clusters(scenario):
     """The first worker's cluster is inactive; the next one is nominated without losing a round."""
-    first, second, third = [w.name for w in scenario.ctx.env.workers][:3]
+    first, second, third = scenario.workers(3)
     scenario.with_workers([first, second, third], capacity={second: 1})
     scenario.make_inactive(first)
     target = scenario.cluster(second)
@@ -25,7 +25,7 @@ def test_restart_resilience(scenario):
     """The dispatcher is SIGKILLed late in a round and restarted. Late, so that a round
     reset (escalation at back + timeout) stays clear of the bound (due + downtime + slack)
     by 0.7 timeout - slack, while the kill still precedes the escalation."""
-    workers = [w.name for w in scenario.ctx.env.workers][:3]
+    workers = scenario.workers(3)
     scenario.with_workers(workers, capacity={workers[2]: 1})
     target = scenario.cluster(workers[2])
     skip_if_slow(scenario, placement_timeout(scenario, target))
@@ -45,7 +45,7 @@ def test_restart_resilience(scenario):
 @pytest.mark.checks("EXT-12")
 def test_leader_failover(scenario):
     """Two replicas; the one that writes (the leader) is killed mid-round; the other takes over."""
-    workers = [w.name for w in scenario.ctx.env.workers][:3]
+    workers = scenario.workers(3)
     scenario.with_workers(workers, capacity={workers[2]: 1})
     workload = scenario.submit("job")
     tl = scenario.wait_until(
