@@ -12,6 +12,7 @@ environment's workers by position (`workers(n)`), so any cluster names work.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,6 +37,7 @@ Quota = Mapping[str, str]
 NO_CAPACITY: Quota = {}
 CLOSED_SERVER = "https://127.0.0.1:1"  # nothing listens: the cluster becomes inactive
 HOLD_INACTIVE = 2.0  # seconds an inactive cluster must stay so before a scenario uses it
+SHARED_SCOPE = "mkdc-shared"  # the one MultiKueueConfig (and its queue) of clusterScope shared
 QUOTA_KEPT = 60.0  # Kueue releases an evicted workload's quota within a second
 
 
@@ -92,10 +94,13 @@ class Context:
 class Scenario:
     """One test's world. Methods read as the scenario's steps."""
 
-    def __init__(self, ctx: Context, name: str) -> None:
+    def __init__(self, ctx: Context, name: str, *, shared: bool = False) -> None:
         self.ctx = ctx
         self.name = name
         self.ns = name
+        # clusterScope shared: the environment's own MultiKueueClusters and one config
+        self.shared = shared
+        self.context_note = ""  # said with every result of this scenario that is not passed
         self.shape = Shape.of(ctx.profile)
         self.members: dict[str, str] = {}  # MultiKueueCluster name -> worker name
         self.decoys: dict[str, str] = {}  # outside the config: MultiKueueCluster -> worker
@@ -110,6 +115,7 @@ class Scenario:
         self._saved_secrets: dict[str, dict[str, str]] = {}
         self._autoscaler: FakeAutoscaler | None = None
         self._created: list[tuple[Cluster, dict[str, Any]]] = []
+        self._knobs_before: dict[str, dict[str, Any]] = {}  # shared cluster -> its metadata
 
     # ------------------------------------------------------------------ naming
 
@@ -133,8 +139,13 @@ class Scenario:
         return names[:n] if n is not None else names
 
     def cluster(self, worker: str) -> str:
-        """This scenario's MultiKueueCluster name for a worker."""
-        return f"{self.name}-{worker}"
+        """This scenario's MultiKueueCluster name for a worker (shared: the worker's own)."""
+        return worker if self.shared else f"{self.name}-{worker}"
+
+    def config_order(self, workers: Sequence[str]) -> list[str]:
+        """The workers in the order this scenario's config will list them: as asked, or,
+        sharing the environment's config, all of the environment's workers in its order."""
+        return [w.name for w in self.ctx.env.workers] if self.shared else list(workers)
 
     def worker_queue(self) -> str:
         return self.shape.worker_cluster_queue or self.name
@@ -162,9 +173,15 @@ class Scenario:
         capacity: worker -> how many standard workloads fit (default 0: none).
         tiers/timeouts: the dispatcher's knobs set on this scenario's MultiKueueClusters.
         provisioning: workers whose ClusterQueue has a ProvisioningRequest check.
+        Sharing the environment's config (clusterScope shared), the config is that one and
+        every worker of it gets queues; `workers` then only says which ones are meant.
         """
         capacity = capacity or {}
         self._create(self.manager, multikueue.namespace(self.ns))
+        if self.shared:
+            return self._with_shared_workers(
+                capacity, tiers or {}, timeouts or {}, set(provisioning), preemption
+            )
         for worker in workers:
             self._add_member(worker, (tiers or {}).get(worker), (timeouts or {}).get(worker))
             self._worker_queues(
@@ -186,6 +203,63 @@ class Scenario:
             multikueue.wait_active(self.manager, self.order, [self.name], timeout=60)
             multikueue.wait_queue_active(self.manager, self.name, self.ns, timeout=60)
         return self
+
+    def _with_shared_workers(
+        self,
+        capacity: Mapping[str, int],
+        tiers: Mapping[str, int],
+        timeouts: Mapping[str, str],
+        provisioning: set[str],
+        preemption: bool,
+    ) -> Scenario:
+        """Queues in this scenario's namespace behind the shared config; knobs set on the
+        environment's MultiKueueClusters and put back at cleanup."""
+        for worker in self.config_order(()):
+            self.members[worker] = worker
+            self.order.append(worker)
+            self._set_knobs(worker, tiers.get(worker), timeouts.get(worker))
+            self._worker_queues(worker, capacity.get(worker, 0), worker in provisioning, preemption)
+        self._create(self.manager, multikueue.local_queue(self.name, self.ns, SHARED_SCOPE))
+        multikueue.wait_queue_active(self.manager, self.name, self.ns, timeout=60)
+        return self
+
+    def _set_knobs(self, name: str, tier: int | None, timeout: str | None) -> None:
+        """Tier label and timeout annotation on an existing MultiKueueCluster, remembered."""
+        labels, annotations = self._knob_metadata(tier, timeout)
+        if tier is not None:
+            self.tiers[name] = tier
+        if timeout is not None:
+            self.timeouts[name] = parse_duration(timeout) or 0.0
+        if not labels and not annotations:
+            return
+        resource = self.manager.resource(API, "MultiKueueCluster")
+        meta = resource.get(name=name).to_dict()["metadata"]
+        self._knobs_before[name] = {
+            "labels": {k: (meta.get("labels") or {}).get(k) for k in labels},
+            "annotations": {k: (meta.get("annotations") or {}).get(k) for k in annotations},
+        }
+        resource.patch(
+            name=name,
+            body={"metadata": {"labels": labels, "annotations": annotations}},
+            content_type="application/merge-patch+json",
+        )
+
+    def _knob_metadata(
+        self, tier: int | None, timeout: str | None
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """(labels, annotations) that tell this dispatcher a tier and a round timeout."""
+        knobs = self.ctx.profile.knobs
+        labels = (
+            {knobs.cluster_tier_label: str(tier)}
+            if tier is not None and knobs.cluster_tier_label
+            else {}
+        )
+        annotations = (
+            {knobs.cluster_timeout_annotation: timeout}
+            if timeout is not None and knobs.cluster_timeout_annotation
+            else {}
+        )
+        return labels, annotations
 
     def with_decoys(self, workers: Sequence[str], *, capacity: int = 1) -> list[str]:
         """MultiKueueClusters outside this scenario's config that a dispatcher ignoring the
@@ -231,17 +305,7 @@ class Scenario:
             .to_dict()["data"]
         )
         self._create(self.manager, _secret(secret, data))
-        knobs = self.ctx.profile.knobs
-        labels = (
-            {knobs.cluster_tier_label: str(tier)}
-            if tier is not None and knobs.cluster_tier_label
-            else {}
-        )
-        annotations = (
-            {knobs.cluster_timeout_annotation: timeout}
-            if timeout is not None and knobs.cluster_timeout_annotation
-            else {}
-        )
+        labels, annotations = self._knob_metadata(tier, timeout)
         self._create(self.manager, multikueue.multikueue_cluster(name, secret, labels, annotations))
 
     def _worker_queues(self, worker: str, units: int, provisioning: bool, preemption: bool) -> None:
@@ -284,6 +348,7 @@ class Scenario:
 
     def add_to_config(self, worker: str, *, capacity: int = 0) -> None:
         """Add a worker to this scenario's MultiKueueConfig while workloads are pending."""
+        self._own_clusters_needed("add a cluster to the config")
         if self.cluster(worker) not in self.members:
             self._add_member(worker, None, None)
             self._worker_queues(worker, capacity, False, False)
@@ -298,6 +363,7 @@ class Scenario:
 
     def make_inactive(self, worker: str) -> None:
         """Point this scenario's MultiKueueCluster at a closed port: Kueue loses it."""
+        self._own_clusters_needed("make a cluster inactive")
         name = self.cluster(worker)
         secret = self.shape.secret_pattern.format(cluster=name)
         resource = self.manager.resource("v1", "Secret")
@@ -329,6 +395,13 @@ class Scenario:
         self.observe(HOLD_INACTIVE)  # Kueue v0.17 flips it back within milliseconds
         if self._active(name):
             raise limit
+
+    def _own_clusters_needed(self, what: str) -> None:
+        if self.shared:
+            raise RuntimeError(
+                f"a scenario that shares the environment's clusters cannot {what}: "
+                "mark it @pytest.mark.own_clusters"
+            )
 
     def make_active(self, worker: str) -> None:
         name = self.cluster(worker)
@@ -564,6 +637,13 @@ class Scenario:
         """Delete everything this scenario created, newest first; namespaces last."""
         if self._autoscaler is not None:
             self._autoscaler.stop()
+        for name, before in self._knobs_before.items():  # shared clusters as they were
+            with contextlib.suppress(ApiException):
+                self.manager.resource(API, "MultiKueueCluster").patch(
+                    name=name,
+                    body={"metadata": before},
+                    content_type="application/merge-patch+json",
+                )
         namespaces = []
         for cluster, doc in reversed(self._created):
             if doc["kind"] == "Namespace":
@@ -617,9 +697,6 @@ def shared_documents(shape: Shape) -> list[dict[str, Any]]:
         workload_priority_class(low, 100),
         workload_priority_class(high, 1000),
     ]
-
-
-SHARED_SCOPE = "mkdc-shared"  # the one MultiKueueConfig (and its queue) of clusterScope shared
 
 
 def create_shared_scope(env: Environment, shape: Shape, run_id: str) -> None:

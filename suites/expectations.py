@@ -187,7 +187,7 @@ def _record(
             "check": check_id,
             "scenario": sc.name,
             "result": result,
-            "message": why or (verdict.message if result != "passed" else ""),
+            "message": _with_context(sc, why or (verdict.message if result != "passed" else "")),
             "measured": verdict.measured,
             "durationSeconds": round(sc.ctx.recorder.now() - sc.started, 1),
             "timeline": _relative(tl).to_list(),
@@ -205,6 +205,12 @@ def _record(
             },
         },
     )
+
+
+def _with_context(sc: Scenario, message: str) -> str:
+    """A message about a result that is not passed, with what the reader must know about
+    how the scenario was set up (e.g. clusters made after the dispatcher started)."""
+    return f"{message} ({sc.context_note})" if message and sc.context_note else message
 
 
 def _observed(sc: Scenario, **facts: Any) -> tuple[Timeline, Bounds]:

@@ -21,7 +21,7 @@ import pytest
 from harness import control
 from harness.environment import Environment
 from harness.errors import EnvironmentLimit
-from harness.profile import load_profile
+from harness.profile import SHARED, load_profile
 from harness.recorder import Recorder
 from harness.scenario import Context, Scenario
 from harness.slots import scenario_slot
@@ -41,6 +41,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers", "exclusive: loads the shared Kueue on purpose, so runs with no other scenario"
+    )
+    config.addinivalue_line(
+        "markers",
+        "own_clusters: changes the cluster set, so builds its own MultiKueueClusters even when "
+        "the profile's clusterScope is shared",
     )
 
 
@@ -115,7 +120,15 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
     name = f"{short[:30].rstrip('-')}-{secrets.token_hex(2)}"
     exclusive = request.node.get_closest_marker("exclusive") is not None
     with scenario_slot(context.env.run_dir, exclusive=exclusive):
-        sc = Scenario(context, name)
+        shared = context.profile.environment.cluster_scope == SHARED
+        own = request.node.get_closest_marker("own_clusters") is not None
+        sc = Scenario(context, name, shared=shared and not own)
+        if shared and own:
+            sc.context_note = (
+                "clusterScope shared: this scenario changes the cluster set, so it builds its "
+                "own MultiKueueClusters and config after the dispatcher started; a dispatcher "
+                "that discovers clusters only at start cannot pass it"
+            )
         sc.checks = _check_ids(request.node)
         yield sc
         try:

@@ -47,6 +47,7 @@ def test_eventual_placement(scenario):
     conforms(scenario, expected_cluster=target)
 
 
+@pytest.mark.own_clusters
 @pytest.mark.checks("CORE-07")
 def test_config_change_honoured(scenario):
     """Pending with no capacity on a full first batch; a worker with capacity joins the

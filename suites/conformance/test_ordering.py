@@ -11,7 +11,8 @@ from suites.expectations import bounds, conforms, placement_timeout, skip_if_slo
 def test_ordered_dispatch(scenario):
     """Config order is not alphabetical (tiers reorder it again); the last one has capacity."""
     workers = scenario.workers(at_least=3, why="an order that is not alphabetical")
-    order = [workers[2], workers[0], *workers[3:], workers[1]]
+    # sharing the environment's config, its order is the one in force
+    order = scenario.config_order([workers[2], workers[0], *workers[3:], workers[1]])
     tiers = None
     if bounds(scenario).ordering == "tiers":
         tiers = {w: 0 for w in order} | {order[0]: 1}  # first in config, last by tier

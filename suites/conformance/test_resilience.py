@@ -7,6 +7,7 @@ import pytest
 from suites.expectations import conforms, placement_timeout, round_timeout, skip_if_slow
 
 
+@pytest.mark.own_clusters
 @pytest.mark.checks("EXT-10")
 def test_skips_inactive_clusters(scenario):
     """The first worker's cluster is inactive; the next one is nominated without losing a round."""
