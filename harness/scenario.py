@@ -220,7 +220,9 @@ class Scenario:
             self._set_knobs(worker, tiers.get(worker), timeouts.get(worker))
             self._worker_queues(worker, capacity.get(worker, 0), worker in provisioning, preemption)
         self._create(self.manager, multikueue.local_queue(self.name, self.ns, SHARED_SCOPE))
-        multikueue.wait_queue_active(self.manager, self.name, self.ns, timeout=60)
+        multikueue.wait_queue_active(
+            self.manager, SHARED_SCOPE, self.ns, local_queue_name=self.name, timeout=60
+        )
         return self
 
     def _set_knobs(self, name: str, tier: int | None, timeout: str | None) -> None:

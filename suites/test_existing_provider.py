@@ -1,8 +1,8 @@
 """The existing provider, for real: the suite runs against clusters it did not start.
 
-A local environment stands in for a vendor's clusters. `mkdc run --provider existing`
-is pointed at its kubeconfigs; the reference dispatcher must pass, and afterwards the
-clusters must hold nothing the suite created.
+A local environment stands in for a vendor's clusters, named as a vendor names them.
+`mkdc run --provider existing` is pointed at its kubeconfigs; the reference dispatcher
+must pass, and afterwards the clusters must hold nothing the suite created.
 """
 
 from __future__ import annotations
@@ -17,12 +17,16 @@ from harness.local import LocalProvider, running
 
 REFERENCE = "mkdc.example/reference"
 CHECKS = "CORE-01,CORE-04,EXT-05"
+VENDOR_NAMES = ["east-cluster", "west-cluster", "gpu-reserved-cluster"]
 
 
 @pytest.mark.e2e
 def test_suite_passes_on_existing_clusters_and_leaves_nothing(selected_versions, tmp_path) -> None:
     provider = LocalProvider(
-        selected_versions, workers=3, dispatcher_name=REFERENCE, write_mode="admission-policy"
+        selected_versions,
+        workers=VENDOR_NAMES,
+        dispatcher_name=REFERENCE,
+        write_mode="admission-policy",
     )
     with running(provider) as env:
         before = inventory.snapshot(env)

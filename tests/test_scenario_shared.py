@@ -41,12 +41,21 @@ def shared_scenario(monkeypatch: pytest.MonkeyPatch) -> tuple[Scenario, list[dic
     created: list[dict[str, Any]] = []
     monkeypatch.setattr(scenario_module.kube, "apply", lambda dyn, doc: created.append(doc))
     monkeypatch.setattr(scenario_module.kube, "delete", lambda *a, **k: None)
-    monkeypatch.setattr(scenario_module.multikueue, "wait_queue_active", lambda *a, **k: None)
+    waited: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        scenario_module.multikueue,
+        "wait_queue_active",
+        lambda cluster, cq, ns, local_queue_name=None, timeout=0: waited.append(
+            (cq, local_queue_name or cq)
+        ),
+    )
     env = environment(NAMES)
     mkcs = [{"metadata": {"name": n, "labels": {"team": "x"}, "annotations": {}}} for n in NAMES]
     env.manager = PatchingCluster("manager", {"MultiKueueCluster": mkcs})
     ctx = Context(env=env, profile=load_profile("reference"), recorder=Recorder(), run_id="r")
-    return Scenario(ctx, "ordered-dispatch-ab12", shared=True), created
+    sc = Scenario(ctx, "ordered-dispatch-ab12", shared=True)
+    sc.waited = waited  # type: ignore[attr-defined]
+    return sc, created
 
 
 def test_a_shared_scenario_uses_the_environments_clusters_and_config(monkeypatch) -> None:
@@ -61,6 +70,7 @@ def test_a_shared_scenario_uses_the_environments_clusters_and_config(monkeypatch
     local_queues = [d for d in created if d["kind"] == "LocalQueue"]
     manager_queue = local_queues[-1]
     assert manager_queue["spec"]["clusterQueue"] == SHARED_SCOPE
+    assert sc.waited == [(SHARED_SCOPE, sc.name)]  # the queue the Job webhook needs
     # every worker of the config gets queues, so a copy can land anywhere; capacity as asked
     worker_cqs = [d for d in created if d["kind"] == "ClusterQueue"]
     assert len(worker_cqs) == len(NAMES)
