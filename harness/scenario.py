@@ -104,6 +104,7 @@ class Scenario:
         self.foreign: set[str] = set()
         self.checks: list[str] = []  # the catalogue checks this scenario decides
         self.recorded: set[str] = set()  # those whose result has been written
+        self.failed: dict[str, str] = {}  # check id -> message, of those recorded failed
         self.started = ctx.recorder.now()
         self._saved_secrets: dict[str, dict[str, str]] = {}
         self._autoscaler: FakeAutoscaler | None = None
