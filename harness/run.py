@@ -301,7 +301,7 @@ def build_report(
         environment=environment,
         timeouts=first.get("timeouts", {}),
         scorecard=card,
-        findings=detect(records),
+        findings=detect(records, profile.claims.to_dict()),
     )
 
 

@@ -438,7 +438,8 @@ class Scenario:
             return e.data.get("config") == self.name
         if e.kind == Kind.ACTION:
             return e.data.get("scenario") in (None, self.name)
-        return e.kind == Kind.READ  # the dispatcher serves every scenario
+        # the dispatcher serves every scenario
+        return e.kind in (Kind.READ, Kind.FORBIDDEN)
 
     def wait_until(
         self, what: str, predicate: Callable[[Timeline], bool], timeout: float

@@ -65,7 +65,7 @@ def round_timeout(sc: Scenario, default: float = 5.0) -> float:
 def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
     """The scenario's timeline satisfies these checks (default: the test's declared ones)."""
     ids = list(check_ids or sc.checks)
-    tl, b = _observed(sc, **facts)
+    tl, b, origin = _observed(sc, **facts)
     failures = []
     for check_id in ids:
         if not _wanted(check_id):
@@ -79,6 +79,7 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
                 Verdict.ok(),
                 tl,
                 b,
+                origin,
                 result=NOT_SUPPORTED,
                 why=f"the profile does not claim {feature}",
             )
@@ -86,7 +87,7 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
         verdict = run_check(
             CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
         )
-        _record(sc, check_id, verdict, tl, b)
+        _record(sc, check_id, verdict, tl, b, origin)
         if not verdict.passed and not verdict.inconclusive:
             failures.append(f"{check_id} {CATALOGUE[check_id].name}: {verdict.message}")
     assert not failures, "\n".join(failures)
@@ -97,13 +98,13 @@ def judge_every_timeline(sc: Scenario) -> None:
     if not sc.jobs:
         return
     ids = [c for c in ANY_TIMELINE if c not in getattr(sc, "checks", [])]
-    tl, b = _observed(sc)
+    tl, b, origin = _observed(sc)
     for check_id in ids:
         if _wanted(check_id):
             verdict = run_check(
                 CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
             )
-            _record(sc, check_id, verdict, tl, b)
+            _record(sc, check_id, verdict, tl, b, origin)
 
 
 def _session() -> dict[str, Any]:
@@ -150,17 +151,17 @@ def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None
     Each check not yet recorded is judged on what was recorded first: a violation it shows
     is `failed`. Otherwise see `settle`.
     """
-    tl, b = _observed(sc)
+    tl, b, origin = _observed(sc)
     keys = sorted(set(sc.jobs.values()) - sc.foreign)
     pending = [c for c in sc.checks if c not in sc.recorded and _wanted(c)]
     verdicts = {c: run_check(CATALOGUE[c], tl, b, workloads=keys) for c in pending}
     for check_id, verdict in verdicts.items():
         if not verdict.passed and not verdict.inconclusive:
-            _record(sc, check_id, verdict, tl, b)
+            _record(sc, check_id, verdict, tl, b, origin)
     for check_id, verdict in verdicts.items():
         if check_id not in sc.recorded:
             result, message = settle(check_id, error, timed_out, sc.failed, tl)
-            _record(sc, check_id, verdict, tl, b, result=result, why=message)
+            _record(sc, check_id, verdict, tl, b, origin, result=result, why=message)
 
 
 def settle(
@@ -201,6 +202,7 @@ def _record(
     verdict: Verdict,
     tl: Timeline,
     b: Bounds,
+    origin: float,
     *,
     result: str | None = None,
     why: str = "",
@@ -220,7 +222,15 @@ def _record(
             "message": why or (verdict.message if result != "passed" else ""),
             "measured": verdict.measured,
             "durationSeconds": round(sc.ctx.recorder.now() - sc.started, 1),
-            "timeline": _relative(tl).to_list(),
+            "timeline": tl.to_list(),
+            # for findings across scenarios: when the timeline starts (monotonic seconds,
+            # one clock for every test process), the config, the foreign workloads, whose
+            # requests are the dispatcher's
+            "origin": round(origin, 3),
+            "observedUntil": b.observed_until,
+            "config": list(b.clusters),
+            "foreign": sorted(sc.foreign),
+            "dispatcherUsers": sorted(sc.ctx.dispatcher_users),
             "scorecard": scorecard(
                 Timeline(e for e in tl if e.workload not in sc.foreign),
                 set(sc.ctx.dispatcher_users),
@@ -237,12 +247,12 @@ def _record(
     )
 
 
-def _observed(sc: Scenario, **facts: Any) -> tuple[Timeline, Bounds]:
-    """The scenario's timeline and bounds, timed from its first event: check messages then
-    give the same times as the report's pictures."""
+def _observed(sc: Scenario, **facts: Any) -> tuple[Timeline, Bounds, float]:
+    """The scenario's timeline and bounds, timed from its first event (returned too): check
+    messages then give the same times as the report's pictures."""
     tl, now = sc.timeline(), sc.ctx.recorder.now()
     t0 = _origin(tl, now)
-    return _relative(tl), bounds(sc, observed_until=now - t0, **facts)
+    return _relative(tl), bounds(sc, observed_until=now - t0, **facts), t0
 
 
 def _origin(tl: Timeline, default: float) -> float:
