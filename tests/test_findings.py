@@ -107,10 +107,10 @@ def test_api_forbidden_counts_each_refusal_once_across_scenarios() -> None:
             )
         return story.place(9, f"{scenario}-w1")
 
-    # the same two refusals, seen by two scenarios that started 2 s apart
+    # the same two refusals, seen by a scenario that started 2 s later, on a clock 3 ms off
     records = [
         record(refused("a", 0), "a", config=["a-w1"]),
-        record(refused("b", 2), "b", origin=1002.0, config=["b-w1"]),
+        record(refused("b", 2 - 0.003), "b", origin=1002.0, config=["b-w1"]),
     ]
     (finding,) = detect(records, CLAIMS)
     assert finding.id == "api-forbidden" and finding.scenarios == ("a", "b")
