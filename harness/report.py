@@ -213,8 +213,9 @@ def summarize(
 class Finding:
     """A machine-detected explanation across scenarios, in words a vendor can act on.
 
-    `id` is stable per kind of problem (e.g. "nominated-outside-config"); `scenarios` and
-    `checks` say where it was seen and which results it explains."""
+    `id` is stable per kind of problem (e.g. "nominated-outside-config"); `scenarios` say
+    where it was seen, `checks` which checks failed or are undecided there (the results it
+    may explain)."""
 
     id: str
     title: str
@@ -412,7 +413,7 @@ class Report:
 
 def _finding_text(finding: Mapping[str, Any]) -> str:
     where = ", ".join(finding["scenarios"]) or "the run"
-    checks = f" (explains {', '.join(finding['checks'])})" if finding["checks"] else ""
+    checks = f" (not passed there: {', '.join(finding['checks'])})" if finding["checks"] else ""
     return f"{finding['title']}{checks}\n{finding['detail']}\nseen in: {where}"
 
 
@@ -1025,7 +1026,7 @@ def _findings_html(findings: list[Mapping[str, Any]]) -> str:
         parts.append(
             f'<div class="finding" id="finding-{_h(f["id"])}"><h3>{_h(f["title"])}</h3>'
             f'<div class="message">{_h(f["detail"])}</div>'
-            f'<p class="muted">explains: {checks or "—"} · seen in: '
+            f'<p class="muted">checks failed or undecided there: {checks or "—"} · seen in: '
             f"{_h(', '.join(f['scenarios']) or 'the run')}</p></div>"
         )
     return "\n".join(parts)

@@ -144,8 +144,8 @@ def nominated_outside_config(run: Run) -> Finding | None:
     every = Counter(n for _, _, outside in hits for n in outside)
     v0, config, outside = hits[0]
     detail = (
-        f"{len(workloads)} workload(s) in {len(hits)} scenario(s) were nominated "
-        f"{_names(every)}, which are in no MultiKueueConfig of the workload. "
+        f"{len(workloads)} workload(s) in {len(hits)} scenario(s) got nominations of "
+        f"{_names(every)}: in no MultiKueueConfig of the workload. "
         f"In {v0.name} the workload's MultiKueueConfig had {_names(config)}; the dispatcher "
         f"nominated {_names(outside)}. "
     )
