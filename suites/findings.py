@@ -354,8 +354,9 @@ def write_storm(run: Run) -> Finding | None:
             where.append(v)
     if not where:
         return None
-    claims = f"stepSize {run.claims.get('stepSize', 'all')}, "
-    claims += f"roundTimeout {run.claims.get('roundTimeout') or 'none'}"
+    timeout = run.claims.get("roundTimeout")
+    claims = f"stepSize {run.claims.get('stepSize') or 'all'}, "
+    claims += f"roundTimeout {f'{timeout:g}s' if timeout else 'none'}"
     detail = (
         f"{writes} nomination write(s) for {workloads} workload(s) in {len(where)} "
         f"scenario(s) ({writes / workloads:.0f} per workload, {placed} of them placed); "

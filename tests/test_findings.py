@@ -153,7 +153,7 @@ def test_write_storm_when_writes_per_workload_dwarf_the_rounds() -> None:
     (finding,) = detect([record(story, check="CORE-09", result="failed")], CLAIMS)
     assert finding.id == "write-storm" and finding.checks == ("CORE-09",)
     assert "200 nomination write(s) for 1 workload(s)" in finding.detail
-    assert "0 of them placed" in finding.detail
+    assert "0 of them placed" in finding.detail and "stepSize 1, roundTimeout 10s" in finding.detail
 
 
 def test_findings_in_a_report_pass_verify() -> None:
