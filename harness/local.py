@@ -49,6 +49,10 @@ AUDIT_POLICY = {
             "verbs": ["list", "watch"],
             "resources": [{"group": "kueue.x-k8s.io", "resources": ["workloads"]}],
         },
+        {  # every other request of a dispatcher's identity: what it was refused (403)
+            "level": "Metadata",
+            "userGroups": [f"system:serviceaccounts:{kueue_install.NAMESPACE}"],
+        },
         {"level": "None"},
     ],
 }

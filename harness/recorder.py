@@ -5,7 +5,8 @@ object and emits events for what changed (pure functions below, unit-tested),
 re-lists after a watch expires (410) and keeps retrying while an apiserver is down,
 synthesising deletions for objects that vanished meanwhile. The manager's audit
 log is tailed for the writes a dispatcher made, including rejected or no-op ones,
-and for its lists and watches of Workloads (when a restarted dispatcher is back).
+for its lists and watches of Workloads (when a restarted dispatcher is back), and for
+the requests authorization refused it (a privilege it lacks).
 """
 
 from __future__ import annotations
@@ -194,26 +195,77 @@ def audit_read(entry: dict[str, Any]) -> dict[str, Any] | None:
     return {"user": _username(entry), "verb": verb}
 
 
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+AUTHZ_DECISION = "authorization.k8s.io/decision"
+
+
 def audit_write(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(workload key, WRITE data) for an audit entry about a Workload, else None."""
+    """(workload key, WRITE data) for an audit entry that writes a Workload, else None.
+    A refused write keeps the apiserver's (or Kueue's webhook's) message."""
     ref = entry.get("objectRef") or {}
     if ref.get("resource") != "workloads" or entry.get("stage") != "ResponseComplete":
         return None
-    if entry.get("verb") in ("list", "watch"):  # reads are logged too (audit_read)
+    if entry.get("verb") not in WRITE_VERBS:  # reads are logged too (audit_read)
         return None
     key = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
+    status = entry.get("responseStatus") or {}
     data = {
         "user": _username(entry),
         "verb": entry.get("verb", ""),
         "subresource": ref.get("subresource", ""),
-        "code": int((entry.get("responseStatus") or {}).get("code") or 0),
+        "code": int(status.get("code") or 0),
     }
+    if data["code"] >= 400 and status.get("message"):
+        data["message"] = str(status["message"])[:500]
     request = entry.get("requestObject")
     status = request.get("status") if isinstance(request, dict) else None
     if isinstance(status, dict) and isinstance(status.get("nominatedClusterNames"), list):
         # what was asked for: a rejected write (e.g. too many names) leaves no other trace
         data["names"] = [str(n) for n in status["nominatedClusterNames"]]
     return key, data
+
+
+def audit_forbidden(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(workload key or "", FORBIDDEN data) for a request authorization refused, else None.
+    A webhook's denial is also a 403, but it is not a missing privilege (see audit_write)."""
+    annotations = entry.get("annotations") or {}
+    code = int((entry.get("responseStatus") or {}).get("code") or 0)
+    if code != 403 or annotations.get(AUTHZ_DECISION) != "forbid":
+        return None
+    if entry.get("stage") not in ("ResponseComplete", "ResponseStarted", "Panic"):
+        return None
+    ref = entry.get("objectRef") or {}
+    group = ref.get("apiGroup") or "core"
+    resource = "/".join(p for p in (group, ref.get("resource"), ref.get("subresource")) if p)
+    namespace, name = ref.get("namespace", ""), ref.get("name", "")
+    data = {
+        "user": _username(entry),
+        "verb": entry.get("verb", ""),
+        "resource": resource,
+        "namespace": namespace,
+        "name": name,
+    }
+    workload = f"{namespace}/{name}" if ref.get("resource") == "workloads" and name else ""
+    return workload, data
+
+
+def audit_events(
+    entry: dict[str, Any], dispatcher_users: set[str] | frozenset[str]
+) -> list[tuple[Kind, str, dict[str, Any]]]:
+    """(kind, workload key, data) of what one audit entry says about the dispatcher: a
+    READ, a WRITE (refused ones too), a FORBIDDEN. Others' reads and refusals tell nothing
+    about it; without known dispatcher users every write counts (a built-in dispatcher)."""
+    out: list[tuple[Kind, str, dict[str, Any]]] = []
+    forbidden = audit_forbidden(entry)
+    if forbidden is not None and forbidden[1]["user"] in dispatcher_users:
+        out.append((Kind.FORBIDDEN, *forbidden))
+    read = audit_read(entry)
+    if read is not None and read["user"] in dispatcher_users:
+        out.append((Kind.READ, "", read))
+    written = audit_write(entry)
+    if written is not None and (not dispatcher_users or written[1]["user"] in dispatcher_users):
+        out.append((Kind.WRITE, *written))
+    return out
 
 
 # ------------------------------------------------------------------ the watcher
@@ -480,22 +532,10 @@ class Recorder:
             entry = json.loads(line)
         except json.JSONDecodeError:
             return
-        read = audit_read(entry)
-        if read is not None:
-            if read["user"] not in self.dispatcher_users:  # others' reads tell nothing
-                return
-            kind, key, data = Kind.READ, "", read
-        else:
-            found = audit_write(entry)
-            if found is None:
-                return
-            key, data = found
-            if self.dispatcher_users and data["user"] not in self.dispatcher_users:
-                return
-            kind = Kind.WRITE
         stamp = entry.get("requestReceivedTimestamp") or entry.get("stageTimestamp")
         t = _parse_wall(stamp) + self._wall_offset if stamp else time.monotonic()
-        self.emit(Event(t, MANAGER, kind, key, data))
+        for kind, key, data in audit_events(entry, self.dispatcher_users):
+            self.emit(Event(t, MANAGER, kind, key, data))
 
 
 class _Expired(Exception):

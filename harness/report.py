@@ -31,12 +31,15 @@ API_VERSION = "mkdc/v1alpha1"
 KIND = "ConformanceReport"
 
 PASSED, FAILED, SKIPPED, NOT_SUPPORTED = "passed", "failed", "skipped", "not-supported"
-RESULTS = (PASSED, FAILED, SKIPPED, NOT_SUPPORTED)
+# the scenario broke before this check's decision point: neither passed nor failed
+UNDECIDED = "undecided"
+RESULTS = (PASSED, FAILED, UNDECIDED, SKIPPED, NOT_SUPPORTED)
 ERROR = "error"  # the run could not judge the dispatcher at all (e.g. it died at start)
 SUMMARY_RESULTS = ("passed", "partial", "failed", ERROR)
 _SUMMARY_KEYS = {
     PASSED: "passed",
     FAILED: "failed",
+    UNDECIDED: "undecided",
     SKIPPED: "skipped",
     NOT_SUPPORTED: "notSupported",
 }
@@ -191,7 +194,8 @@ class CheckResult:
 def summarize(
     checks: Iterable[CheckResult], cat: Mapping[str, tuple[str, str | None]]
 ) -> dict[str, Any]:
-    """summary: failed if any failed; partial if a core check did not pass; else passed."""
+    """summary: failed if any failed; partial if a check is undecided or a core check did
+    not pass (nothing was shown wrong, but not everything was decided); else passed."""
     checks = list(checks)
     counts = {key: 0 for key in _SUMMARY_KEYS.values()}
     for check in checks:
@@ -199,11 +203,35 @@ def summarize(
     core = set(core_ids(cat))
     if counts["failed"]:
         result = "failed"
-    elif any(c.id in core and c.result != PASSED for c in checks):
+    elif counts["undecided"] or any(c.id in core and c.result != PASSED for c in checks):
         result = "partial"
     else:
         result = "passed"
     return {"result": result, **counts}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A machine-detected explanation across scenarios, in words a vendor can act on.
+
+    `id` is stable per kind of problem (e.g. "nominated-outside-config"); `scenarios` say
+    where it was seen, `checks` which checks failed or are undecided there (the results it
+    may explain)."""
+
+    id: str
+    title: str
+    detail: str
+    scenarios: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "detail": self.detail,
+            "scenarios": list(self.scenarios),
+            "checks": list(self.checks),
+        }
 
 
 @dataclass
@@ -222,6 +250,7 @@ class Report:
     claims: dict[str, Any] = field(default_factory=dict)
     timeouts: dict[str, Any] = field(default_factory=dict)
     scorecard: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
     date: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     suite_version: str = __version__
     privileges: list[str] = field(default_factory=list)  # granted beyond the baseline role
@@ -236,6 +265,7 @@ class Report:
         environment: Mapping[str, Any] | None = None,
         timeouts: Mapping[str, Any] | None = None,
         scorecard: Mapping[str, Any] | None = None,
+        findings: Iterable[Finding] = (),
         date: dt.datetime | None = None,
         privileges: Iterable[str] = (),
         error: str = "",
@@ -250,6 +280,7 @@ class Report:
             claims=profile.claims.to_dict(),
             timeouts=dict(timeouts or {}),
             scorecard=dict(scorecard or {}),
+            findings=list(findings),
             date=date or dt.datetime.now(dt.UTC),
             privileges=list(privileges),
             error=error,
@@ -303,6 +334,7 @@ class Report:
             "privileges": self.privileges,
             "summary": self.summary(),
             "checks": checks,
+            "findings": [f.to_dict() for f in self.findings],
             "scorecard": _complete_scorecard(self.scorecard),
         }
         if self.error:
@@ -319,7 +351,8 @@ class Report:
         return path
 
     def write_junit(self, path: str | Path) -> Path:
-        """JUnit XML: one testcase per check; not-supported counts as skipped."""
+        """JUnit XML: one testcase per check; not-supported counts as skipped, undecided as
+        an error (the run could not judge it); findings go to the suite's system-out."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = self.to_dict()
@@ -330,7 +363,7 @@ class Report:
         attrs = {
             "tests": str(total),
             "failures": str(summary["failed"]),
-            "errors": "0",
+            "errors": str(summary["undecided"]),
             "skipped": str(skipped),
             "time": f"{seconds:.3f}",
         }
@@ -360,8 +393,14 @@ class Report:
             if check["result"] == FAILED:
                 failure = ET.SubElement(case, "failure", {"message": _first_line(message)})
                 failure.text = message
+            elif check["result"] == UNDECIDED:
+                error = ET.SubElement(case, "error", {"message": _first_line(message)})
+                error.text = message
             elif check["result"] in (SKIPPED, NOT_SUPPORTED):
                 ET.SubElement(case, "skipped", {"message": f"{check['result']}: {message}"})
+        if doc["findings"]:
+            out = ET.SubElement(suite, "system-out")
+            out.text = "\n\n".join(_xml(_finding_text(f)) for f in doc["findings"])
         ET.indent(suites)
         ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
         return path
@@ -381,6 +420,12 @@ class Report:
             "junit": self.write_junit(report_dir / "junit.xml"),
             "html": self.write_html(report_dir / "report.html"),
         }
+
+
+def _finding_text(finding: Mapping[str, Any]) -> str:
+    where = ", ".join(finding["scenarios"]) or "the run"
+    checks = f" (not passed there: {', '.join(finding['checks'])})" if finding["checks"] else ""
+    return f"{finding['title']}{checks}\n{finding['detail']}\nseen in: {where}"
 
 
 def _feature(check_id: str, cat: Mapping[str, tuple[str, str | None]]) -> str | None:
@@ -511,11 +556,14 @@ def verify_report_data(doc: Any) -> list[str]:
         add(f"summary.result: {summary.get('result')!r}, but the checks say {expected['result']!r}")
     for key in _SUMMARY_KEYS.values():
         value = summary.get(key)
+        if key == "undecided" and value is None and not expected[key]:
+            continue  # reports from before undecided existed
         if isinstance(value, bool) or not isinstance(value, int):
             add(f"summary.{key}: required integer, got {value!r}")
         elif len(valid) == len(checks) and value != expected[key]:
             add(f"summary.{key}: {value}, but the checks count {expected[key]}")
 
+    problems += _verify_findings(doc.get("findings", []))
     scorecard = doc.get("scorecard") if isinstance(doc.get("scorecard"), dict) else {}
     for key in SCORECARD_NUMBERS:
         if key not in scorecard:
@@ -532,6 +580,29 @@ def verify_report_data(doc: Any) -> list[str]:
                 add(f"scorecard.{key}.{pct}: missing")
             elif not _number_or_null(value[pct]):
                 add(f"scorecard.{key}.{pct}: must be a number or null, got {value[pct]!r}")
+    return problems
+
+
+def _verify_findings(findings: Any) -> list[str]:
+    """findings (optional): a list of {id, title, detail: strings; scenarios, checks: lists
+    of strings}; every check a finding names must be in the catalogue."""
+    if not isinstance(findings, list):
+        return ["findings: must be a list"]
+    problems, cat = [], catalogue()
+    for i, finding in enumerate(findings):
+        where = f"findings[{i}]"
+        if not isinstance(finding, dict):
+            problems.append(f"{where}: must be a mapping")
+            continue
+        for key in ("id", "title", "detail"):
+            if not isinstance(finding.get(key), str) or not finding.get(key):
+                problems.append(f"{where}.{key}: required string")
+        for key in ("scenarios", "checks"):
+            value = finding.get(key)
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                problems.append(f"{where}.{key}: required list of strings")
+            elif key == "checks" and (unknown := [v for v in value if v not in cat]):
+                problems.append(f"{where}.checks: unknown check id(s) {', '.join(unknown)}")
     return problems
 
 
@@ -871,8 +942,10 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;font-size:.9em}
 .passed{background:#d4f4dd;color:#0a6b2a}.failed{background:#fde0e0;color:#a01010}
 .skipped{background:#eeeeee;color:#555}.not-supported{background:#f2f2f2;color:#888}
-.partial{background:#fff1cc;color:#8a5a00}
+.partial{background:#fff1cc;color:#8a5a00}.undecided{background:#e9e0f7;color:#5a2d91}
 .error{background:#f3d9f7;color:#6a1080}
+.finding{border-left:4px solid #a01010;padding:2px 12px;margin:10px 0}
+.finding h3{margin:4px 0}
 .check{border:1px solid #e2e2e2;border-radius:6px;padding:8px 16px;margin:16px 0}
 .check h3{margin:6px 0}.message{white-space:pre-wrap;background:#f8f8f8;padding:6px;
 border-radius:4px;font-family:ui-monospace,monospace;font-size:.9em}
@@ -926,9 +999,10 @@ def _render_html(report: Report) -> str:
         f"suite {_h(doc['suiteVersion'])}</p>",
         "<h2>Summary</h2>",
         f'<p><span class="badge {_h(summary["result"])}">{_h(summary["result"])}</span> '
-        f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} "
-        f"skipped, {summary['notSupported']} not supported</p>",
+        f"{summary['passed']} passed, {summary['failed']} failed, {summary['undecided']} "
+        f"undecided, {summary['skipped']} skipped, {summary['notSupported']} not supported</p>",
         *([f'<div class="message">{_h(doc["error"])}</div>'] if doc.get("error") else []),
+        _findings_html(doc["findings"]),
         "<h2>Environment</h2>",
         _kv_table(doc["environment"]),
         "<h3>Privileges beyond the baseline dispatcher role</h3>",
@@ -959,6 +1033,22 @@ def _render_html(report: Report) -> str:
     for uid, (entry, check) in enumerate(zip(doc["checks"], report.results(), strict=True)):
         parts.append(_check_section(entry, check, f"c{uid}"))
     parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _findings_html(findings: list[Mapping[str, Any]]) -> str:
+    """What went wrong across scenarios, first thing after the summary."""
+    if not findings:
+        return ""
+    parts = ["<h2>Findings</h2>"]
+    for f in findings:
+        checks = ", ".join(f'<a href="#{_h(c)}">{_h(c)}</a>' for c in f["checks"])
+        parts.append(
+            f'<div class="finding" id="finding-{_h(f["id"])}"><h3>{_h(f["title"])}</h3>'
+            f'<div class="message">{_h(f["detail"])}</div>'
+            f'<p class="muted">checks failed or undecided there: {checks or "—"} · seen in: '
+            f"{_h(', '.join(f['scenarios']) or 'the run')}</p></div>"
+        )
     return "\n".join(parts)
 
 

@@ -34,7 +34,8 @@ from harness.timeline import Timeline
 SESSION_FILE = "session.json"
 SUITE_DIR = Path(__file__).resolve().parent.parent / "suites" / "conformance"
 DEFAULT_WORKERS = 4
-RESULT_ORDER = {"failed": 0, "passed": 1, "skipped": 2, "not-supported": 3}
+# the worst result of a check over its scenarios is its result
+RESULT_ORDER = {"failed": 0, "undecided": 1, "passed": 2, "skipped": 3, "not-supported": 4}
 
 
 @dataclass
@@ -176,16 +177,19 @@ def run(opts: Options) -> int:
         if code not in (0, 1):
             raise UserError(f"the suite itself failed (pytest exit {code}); see the output above")
         report = build_report(profile, env, report_dir, opts, time.monotonic() - started)
-        if report.summary()["failed"]:
+        if report.summary()["failed"] or report.summary()["undecided"]:
             _collect_logs(env, report_dir)
     report.write_all(report_dir)
     summary = report.summary()
     log(
         f"{summary['result']}: {summary['passed']} passed, {summary['failed']} failed, "
-        f"{summary['skipped']} skipped, {summary['notSupported']} not supported"
+        f"{summary['undecided']} undecided, {summary['skipped']} skipped, "
+        f"{summary['notSupported']} not supported"
     )
+    for finding in report.findings:
+        log(f"finding: {finding.title}")
     log(f"report: {report_dir}/report.html")
-    return 1 if summary["failed"] else 0
+    return 1 if summary["failed"] or summary["undecided"] else 0
 
 
 def _catalogue() -> dict[str, Any]:
@@ -314,8 +318,10 @@ def _purge(env: Environment, run_id: str) -> None:
 def build_report(
     profile: Profile, env: Environment, report_dir: Path, opts: Options, wall: float
 ) -> Report:
-    """Fold the per-scenario result files into one result per check."""
+    """Fold the per-scenario result files into one result per check, and explain what
+    went wrong across them (findings)."""
     from suites.checks import CATALOGUE
+    from suites.findings import detect
     from suites.scorecard import merge_scorecards
 
     records = [json.loads(p.read_text()) for p in sorted((report_dir / "results").glob("*.json"))]
@@ -355,6 +361,7 @@ def build_report(
         timeouts=first.get("timeouts", {}),
         scorecard=card,
         privileges=privileges(profile),
+        findings=detect(records, profile.claims.to_dict()),
     )
 
 

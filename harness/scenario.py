@@ -111,6 +111,7 @@ class Scenario:
         self.foreign: set[str] = set()
         self.checks: list[str] = []  # the catalogue checks this scenario decides
         self.recorded: set[str] = set()  # those whose result has been written
+        self.failed: dict[str, str] = {}  # check id -> message, of those recorded failed
         self.started = ctx.recorder.now()
         self._saved_secrets: dict[str, dict[str, str]] = {}
         self._autoscaler: FakeAutoscaler | None = None
@@ -557,7 +558,8 @@ class Scenario:
             return e.data.get("config") == self.name
         if e.kind == Kind.ACTION:
             return e.data.get("scenario") in (None, self.name)
-        return e.kind == Kind.READ  # the dispatcher serves every scenario
+        # the dispatcher serves every scenario
+        return e.kind in (Kind.READ, Kind.FORBIDDEN)
 
     def wait_until(
         self, what: str, predicate: Callable[[Timeline], bool], timeout: float

@@ -146,8 +146,9 @@ def judge(
 
 
 def cell(result: str | None) -> str:
-    """Matrix cell: failed -> killed, passed -> survived, anything else -> —."""
-    return {"failed": "killed", "passed": "survived"}.get(result or "", "—")
+    """Matrix cell: failed -> killed, passed -> survived, undecided, anything else -> —."""
+    cells = {"failed": "killed", "passed": "survived", "undecided": "undecided"}
+    return cells.get(result or "", "—")
 
 
 def render_matrix(outcomes: Iterable[Outcome], columns: Sequence[str]) -> str:
@@ -166,6 +167,7 @@ def render_matrix(outcomes: Iterable[Outcome], columns: Sequence[str]) -> str:
         lines.append("| " + " | ".join(row) + " |")
     legend = (
         "\nBold: a check the dispatcher must fail. killed = failed, survived = passed, "
+        "undecided = its scenario broke before deciding it, "
         "— = not run, skipped or not supported.\n"
     )
     return "\n".join(lines) + "\n" + legend

@@ -29,6 +29,9 @@ class Kind(enum.StrEnum):
     # API requests seen in the manager's audit log
     WRITE = "Write"  # data: user, verb, subresource, code (int), changed (bool)
     READ = "Read"  # a dispatcher listed or watched Workloads (environment): data: user, verb
+    # a dispatcher request that authorization refused (403; environment unless a Workload):
+    # data: user, verb, resource (group/resource[/subresource]), namespace, name
+    FORBIDDEN = "Forbidden"
     # worker copies
     COPY_CREATED = "CopyCreated"
     COPY_RESERVED = "CopyReserved"  # data: reserved (bool)

@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import yaml
 
 from harness.multikueue import API
 from harness.scenario import Scenario
-from harness.timeline import Timeline
+from harness.timeline import Kind, Timeline
 from suites.checks import CATALOGUE, Bounds, Verdict, run_check
 from suites.scorecard import scorecard
 
@@ -87,7 +88,7 @@ def round_timeout(sc: Scenario, default: float = 5.0) -> float:
 def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
     """The scenario's timeline satisfies these checks (default: the test's declared ones)."""
     ids = list(check_ids or sc.checks)
-    tl, b = _observed(sc, **facts)
+    tl, b, origin = _observed(sc, **facts)
     failures = []
     for check_id in ids:
         if not _wanted(check_id):
@@ -101,6 +102,7 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
                 Verdict.ok(),
                 tl,
                 b,
+                origin,
                 result=NOT_SUPPORTED,
                 why=f"the profile does not claim {feature}",
             )
@@ -108,7 +110,7 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
         verdict = run_check(
             CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
         )
-        _record(sc, check_id, verdict, tl, b)
+        _record(sc, check_id, verdict, tl, b, origin)
         if not verdict.passed and not verdict.inconclusive:
             failures.append(f"{check_id} {CATALOGUE[check_id].name}: {verdict.message}")
     assert not failures, "\n".join(failures)
@@ -119,13 +121,13 @@ def judge_every_timeline(sc: Scenario) -> None:
     if not sc.jobs:
         return
     ids = [c for c in ANY_TIMELINE if c not in getattr(sc, "checks", [])]
-    tl, b = _observed(sc)
+    tl, b, origin = _observed(sc)
     for check_id in ids:
         if _wanted(check_id):
             verdict = run_check(
                 CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
             )
-            _record(sc, check_id, verdict, tl, b)
+            _record(sc, check_id, verdict, tl, b, origin)
 
 
 def _session() -> dict[str, Any]:
@@ -150,21 +152,71 @@ def _write(session: dict[str, Any], record: dict[str, Any]) -> None:
     path.write_text(json.dumps(record))
 
 
-def record_errored(sc: Scenario, error: str) -> None:
+# Checks whose decision point is a wait of their own scenario, once the scenario got as far
+# as the predicate says: a wait there that times out is the check's own verdict.
+DECIDED_BY_WAIT: dict[str, Callable[[Timeline], bool]] = {
+    "CORE-04": lambda tl: True,  # the wait for placement is the check
+    "CORE-09": lambda tl: True,  # the wait for every placement of the burst is the check
+    "CORE-07": lambda tl: len(tl.where(Kind.CONFIG_CHANGED)) > 1,  # after the cluster joined
+    "CORE-06": lambda tl: bool(tl.where_placed()),  # placed once: then the re-placement
+    "EXT-09": lambda tl: bool(tl.where_placed()),  # placed once: then placed elsewhere
+    "EXT-11": lambda tl: _restarted(tl),  # after the dispatcher was restarted
+}
+
+
+def _restarted(tl: Timeline) -> bool:
+    return any(e.data.get("what") == "dispatcher-restarted" for e in tl.where(Kind.ACTION))
+
+
+def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None:
     """The scenario broke before judging its checks (e.g. a wait timed out).
 
-    Each undecided check is still judged on what was recorded: a violation it shows is
-    the better message. Only a check that shows none fails with the scenario's error.
+    Each check not yet recorded is judged on what was recorded first: a violation it shows
+    is `failed`. Otherwise see `settle`.
     """
-    tl, b = _observed(sc)
+    tl, b, origin = _observed(sc)
     keys = sorted(set(sc.jobs.values()) - sc.foreign)
-    for check_id in sc.checks:
-        if check_id in sc.recorded or not _wanted(check_id):
-            continue
-        verdict = run_check(CATALOGUE[check_id], tl, b, workloads=keys)
-        if verdict.passed or verdict.inconclusive:
-            verdict = Verdict.fail(f"scenario did not complete: {error}")
-        _record(sc, check_id, verdict, tl, b)
+    pending = [c for c in sc.checks if c not in sc.recorded and _wanted(c)]
+    verdicts = {c: run_check(CATALOGUE[c], tl, b, workloads=keys) for c in pending}
+    for check_id, verdict in verdicts.items():
+        if not verdict.passed and not verdict.inconclusive:
+            _record(sc, check_id, verdict, tl, b, origin)
+    for check_id, verdict in verdicts.items():
+        if check_id not in sc.recorded:
+            result, message = settle(check_id, error, timed_out, sc.failed, tl)
+            _record(sc, check_id, verdict, tl, b, origin, result=result, why=message)
+
+
+def settle(
+    check_id: str, error: str, timed_out: bool, failed: Mapping[str, str], tl: Timeline
+) -> tuple[str, str]:
+    """(result, message) of a check whose scenario broke and whose timeline shows no
+    violation of it.
+
+    - Another check failed in this scenario (e.g. CORE-01, judged on every timeline): that
+      explains the break, so this check is `undecided`, naming it.
+    - Else a wait timed out, and the wait is this check's decision point (DECIDED_BY_WAIT:
+      CORE-04 and CORE-09 wait for the placements they bound; CORE-06, CORE-07, EXT-09 and
+      EXT-11 once their eviction, config change, failure or restart happened): the
+      dispatcher broke this check's promise, so it is `failed`.
+    - Else (a wait the check merely needed, e.g. CORE-03 and CORE-08 need a placement
+      first; or an environment error): `undecided`, naming the error.
+    """
+    if failed:
+        first = min(failed, key=_catalogue_order)
+        others = sorted(set(failed) - {first}, key=_catalogue_order)
+        also = f" (also {', '.join(others)})" if others else ""
+        return "undecided", f"undecided: {first} failed in this scenario{also}: {failed[first]}"
+    decides = DECIDED_BY_WAIT.get(check_id)
+    if timed_out and decides is not None and decides(tl):
+        return "failed", f"scenario did not complete: {error}"
+    if timed_out:
+        return "undecided", f"undecided: a wait {check_id} needed first timed out: {error}"
+    return "undecided", f"undecided: the scenario stopped before {check_id} decided: {error}"
+
+
+def _catalogue_order(check_id: str) -> int:
+    return list(CATALOGUE).index(check_id) if check_id in CATALOGUE else len(CATALOGUE)
 
 
 def _record(
@@ -173,6 +225,7 @@ def _record(
     verdict: Verdict,
     tl: Timeline,
     b: Bounds,
+    origin: float,
     *,
     result: str | None = None,
     why: str = "",
@@ -180,6 +233,8 @@ def _record(
     sc.recorded.add(check_id)
     if result is None:
         result = "passed" if verdict.passed else ("skipped" if verdict.inconclusive else "failed")
+    if result == "failed":
+        sc.failed[check_id] = why or verdict.message
     shape = sc.shape
     _write(
         _session(),
@@ -190,7 +245,15 @@ def _record(
             "message": _with_context(sc, why or (verdict.message if result != "passed" else "")),
             "measured": verdict.measured,
             "durationSeconds": round(sc.ctx.recorder.now() - sc.started, 1),
-            "timeline": _relative(tl).to_list(),
+            "timeline": tl.to_list(),
+            # for findings across scenarios: when the timeline starts (monotonic seconds,
+            # one clock for every test process), the config, the foreign workloads, whose
+            # requests are the dispatcher's
+            "origin": round(origin, 3),
+            "observedUntil": b.observed_until,
+            "config": list(b.clusters),
+            "foreign": sorted(sc.foreign),
+            "dispatcherUsers": sorted(sc.ctx.dispatcher_users),
             "scorecard": scorecard(
                 Timeline(e for e in tl if e.workload not in sc.foreign),
                 set(sc.ctx.dispatcher_users),
@@ -213,12 +276,12 @@ def _with_context(sc: Scenario, message: str) -> str:
     return f"{message} ({sc.context_note})" if message and sc.context_note else message
 
 
-def _observed(sc: Scenario, **facts: Any) -> tuple[Timeline, Bounds]:
-    """The scenario's timeline and bounds, timed from its first event: check messages then
-    give the same times as the report's pictures."""
+def _observed(sc: Scenario, **facts: Any) -> tuple[Timeline, Bounds, float]:
+    """The scenario's timeline and bounds, timed from its first event (returned too): check
+    messages then give the same times as the report's pictures."""
     tl, now = sc.timeline(), sc.ctx.recorder.now()
     t0 = _origin(tl, now)
-    return _relative(tl), bounds(sc, observed_until=now - t0, **facts)
+    return _relative(tl), bounds(sc, observed_until=now - t0, **facts), t0
 
 
 def _origin(tl: Timeline, default: float) -> float:

@@ -3,7 +3,9 @@ watches of Workloads READ events."""
 
 from __future__ import annotations
 
-from harness.recorder import audit_read, audit_write
+from harness.local import AUDIT_POLICY
+from harness.recorder import audit_events, audit_forbidden, audit_read, audit_write
+from harness.timeline import Kind
 
 ENTRY = {
     "stage": "ResponseComplete",
@@ -50,3 +52,68 @@ def test_a_list_or_a_started_watch_is_a_read_not_a_write() -> None:
     assert audit_read({**watch, "stage": "ResponseComplete"}) is None
     assert audit_read(ENTRY) is None
     assert audit_read({**LIST, "objectRef": {"resource": "jobs"}}) is None
+
+
+ME = "system:serviceaccount:kueue-system:mkdc-dispatcher-0"
+SECRETS = {
+    "stage": "ResponseComplete",
+    "verb": "list",
+    "user": {"username": ME},
+    "objectRef": {"resource": "secrets", "namespace": "kueue-system", "apiVersion": "v1"},
+    "responseStatus": {"code": 403, "reason": "Forbidden", "message": "secrets is forbidden"},
+    "annotations": {"authorization.k8s.io/decision": "forbid"},
+}
+
+
+def test_a_request_authorization_refused_is_forbidden_with_resource_and_verb() -> None:
+    assert audit_events(SECRETS, {ME}) == [
+        (
+            Kind.FORBIDDEN,
+            "",
+            {
+                "user": ME,
+                "verb": "list",
+                "resource": "core/secrets",
+                "namespace": "kueue-system",
+                "name": "",
+            },
+        )
+    ]
+    assert audit_events(SECRETS, {"someone-else"}) == []
+    allowed = {**SECRETS, "annotations": {"authorization.k8s.io/decision": "allow"}}
+    assert audit_forbidden(allowed) is None  # e.g. a webhook's denial: not a privilege
+
+
+def test_a_refused_workload_write_is_a_write_and_forbidden_keeping_the_message() -> None:
+    denied = {
+        **ENTRY,
+        "user": {"username": ME},
+        "responseStatus": {"code": 403, "message": "workloads.kueue.x-k8s.io is forbidden"},
+        "annotations": {"authorization.k8s.io/decision": "forbid"},
+    }
+    kinds = {kind: (key, data) for kind, key, data in audit_events(denied, {ME})}
+    assert set(kinds) == {Kind.FORBIDDEN, Kind.WRITE}
+    assert kinds[Kind.FORBIDDEN] == (
+        "ns/wl",
+        {
+            "user": ME,
+            "verb": "patch",
+            "resource": "core/workloads/status",
+            "namespace": "ns",
+            "name": "wl",
+        },
+    )
+    assert kinds[Kind.WRITE][1]["message"] == "workloads.kueue.x-k8s.io is forbidden"
+
+
+def test_a_get_of_a_workload_is_not_a_write() -> None:
+    # the audit policy logs every request of a dispatcher identity now, reads included
+    assert audit_write({**ENTRY, "verb": "get"}) is None
+    assert "message" not in audit_write(ENTRY)[1]  # type: ignore[index]
+
+
+def test_the_audit_policy_logs_every_request_of_a_dispatcher_identity() -> None:
+    rules = AUDIT_POLICY["rules"]
+    mine = [r for r in rules if "system:serviceaccounts:kueue-system" in r.get("userGroups", [])]
+    assert mine == [{"level": "Metadata", "userGroups": ["system:serviceaccounts:kueue-system"]}]
+    assert rules.index(mine[0]) == len(rules) - 2  # after the workload rules, before None

@@ -14,6 +14,7 @@ import yaml
 from harness.profile import load_profile
 from harness.report import (
     CheckResult,
+    Finding,
     Report,
     catalogue,
     core_ids,
@@ -119,6 +120,7 @@ def test_yaml_has_the_contract_structure(tmp_path: Path) -> None:
         "privileges",
         "summary",
         "checks",
+        "findings",
         "scorecard",
     ]
     assert doc["apiVersion"] == "mkdc/v1alpha1" and doc["kind"] == "ConformanceReport"
@@ -128,6 +130,7 @@ def test_yaml_has_the_contract_structure(tmp_path: Path) -> None:
         "result": "failed",
         "passed": len(core_ids()),
         "failed": 1,
+        "undecided": 0,
         "skipped": 0,
         "notSupported": 1,
     }
@@ -344,3 +347,76 @@ def test_a_run_that_could_not_judge_says_error_and_why(tmp_path: Path) -> None:
 def test_an_error_text_without_an_error_result_is_caught(tmp_path: Path) -> None:
     problems = _verify_edited(tmp_path, lambda doc: doc.update(error="x"))
     assert any(p.startswith("error:") for p in problems), problems
+
+
+# --- undecided and findings ------------------------------------------------------------------
+
+UNDECIDED_MSG = "undecided: CORE-01 failed in this scenario: t=1.0s nominated w9"
+FINDING = Finding(
+    "nominated-outside-config",
+    "Nominated clusters that are in no MultiKueueConfig of the workload",
+    "nominated w9; the config had w2, w3",
+    ("nominates-configured-only-1a2b",),
+    ("CORE-01",),
+)
+
+
+def undecided_report(failed: bool = False) -> Report:
+    checks = all_core_passed()
+    checks[2].result, checks[2].message = "undecided", UNDECIDED_MSG
+    if failed:
+        checks[0].result, checks[0].message = "failed", "t=1.0s nominated w9"
+    return make_report(checks, findings=[FINDING])
+
+
+def test_undecided_is_counted_apart_and_never_passed() -> None:
+    summary = undecided_report().summary()
+    assert summary["undecided"] == 1 and summary["failed"] == 0
+    assert summary["result"] == "partial"
+    assert undecided_report(failed=True).summary()["result"] == "failed"
+
+
+def test_undecided_round_trips_through_yaml_junit_and_verify(tmp_path: Path) -> None:
+    written = undecided_report().write_all(tmp_path)
+    doc = yaml.safe_load(written["yaml"].read_text())
+    entry = next(c for c in doc["checks"] if c["id"] == core_ids()[2])
+    assert entry["result"] == "undecided" and entry["message"] == UNDECIDED_MSG
+    assert doc["findings"] == [FINDING.to_dict()]
+    assert verify_report(written["yaml"]) == []
+    suite = ET.parse(written["junit"]).getroot().find("testsuite")
+    assert suite is not None and suite.get("errors") == "1" and suite.get("failures") == "0"
+    errors = [c for c in suite.findall("testcase") if c.find("error") is not None]
+    assert [c.get("name", "").split()[0] for c in errors] == [core_ids()[2]]
+    assert "no MultiKueueConfig" in (suite.findtext("system-out") or "")
+    page = written["html"].read_text()
+    assert '<span class="badge undecided">' in page and ".undecided{" in page
+    assert "<h2>Findings</h2>" in page and "the config had w2, w3" in page
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda d: d["summary"].update(undecided=0), "summary.undecided"),
+        (lambda d: d["summary"].update(result="passed"), "summary.result"),
+        (lambda d: d["checks"][2].update(message=""), "message"),
+        (lambda d: d["findings"][0].pop("detail"), "findings[0].detail"),
+        (lambda d: d["findings"][0].update(checks=["CORE-77"]), "unknown check id(s) CORE-77"),
+        (lambda d: d["findings"][0].update(scenarios="x"), "findings[0].scenarios"),
+        (lambda d: d.update(findings={}), "findings: must be a list"),
+    ],
+)
+def test_verify_checks_undecided_and_findings(tmp_path: Path, edit: Any, words: str) -> None:
+    path = undecided_report().write_yaml(tmp_path / "report.yaml")
+    doc = yaml.safe_load(path.read_text())
+    edit(doc)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    problems = verify_report(path)
+    assert any(words in p for p in problems), problems
+
+
+def test_verify_accepts_a_report_from_before_undecided(tmp_path: Path) -> None:
+    path = make_report().write_yaml(tmp_path / "report.yaml")
+    doc = yaml.safe_load(path.read_text())
+    del doc["summary"]["undecided"], doc["findings"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert verify_report(path) == []

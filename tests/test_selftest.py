@@ -143,3 +143,14 @@ def test_run_one_runs_mkdc_with_the_checks_and_judges_the_report(tmp_path: Path)
     assert selftest.earlier_outcomes(tmp_path, NAMES, ["faulty-outside-config"]) == []
     run_one(EXPECTED["outside-config"], tmp_path / "y", NAMES, (), runner, Path("/p"))
     assert seen[-1][seen[-1].index("--profile") + 1] == "/p/faulty-outside-config.yaml"
+
+
+def test_matrix_cell_shows_undecided_apart() -> None:
+    from harness.selftest import cell
+
+    assert [cell(r) for r in ("failed", "undecided", "passed", "skipped")] == [
+        "killed",
+        "undecided",
+        "survived",
+        "—",
+    ]

@@ -135,7 +135,8 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
             expectations.judge_every_timeline(sc)
             report = getattr(request.node, "rep_call", None)
             if report is not None and report.failed:
-                expectations.record_errored(sc, _first_line(report))
+                timed_out = getattr(request.node, "timed_out", False)
+                expectations.record_errored(sc, _first_line(report), timed_out=timed_out)
                 expectations.collect_artifacts(sc)
         finally:
             sc.cleanup()
@@ -162,4 +163,6 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     setattr(item, f"rep_{report.when}", report)
+    if report.when == "call" and call.excinfo is not None:
+        item.timed_out = call.excinfo.errisinstance(TimeoutError)  # type: ignore[attr-defined]
     return report

@@ -1,0 +1,387 @@
+"""Findings: what went wrong across scenarios, in words a vendor can act on.
+
+Checks judge one promise on one scenario; a vendor whose dispatcher has one root cause
+(it reads the clusters once, it lacks a privilege, it stopped) sees many results. Each
+detector here reads the timelines the result records carry (one view per scenario, with
+times made run-wide by the record's `origin`) and names the cause once, with the
+scenarios it was seen in and the check results it explains. Thresholds are generous:
+a finding must not fire on a conforming dispatcher.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.report import Finding
+from harness.timeline import Event, Kind, Timeline
+from suites.checks import CATALOGUE, Bounds, created_at, first_placement, names
+
+NEVER_NOMINATED_AFTER = 30.0  # seconds pending with no nomination before it counts
+QUIET_AFTER = 30.0  # seconds of dispatcher silence (at least) that count as stopped
+CONFLICTS_PER_WORKLOAD = 5  # 409s on one workload beyond a re-read-and-retry
+STORM_FACTOR, STORM_MIN = 5.0, 20  # writes per workload beyond factor x what claims need
+NOT_DECIDED = ("failed", "undecided")
+
+
+@dataclass
+class View:
+    """One scenario as its result records saw it."""
+
+    name: str
+    timeline: Timeline
+    origin: float = 0.0
+    observed_until: float = 0.0
+    config: tuple[str, ...] = ()
+    foreign: frozenset[str] = frozenset()
+    results: dict[str, str] = field(default_factory=dict)  # check -> worst result
+
+    def workloads(self) -> list[str]:
+        return [
+            e.workload
+            for e in self.timeline.where(Kind.WORKLOAD_CREATED)
+            if e.workload not in self.foreign
+        ]
+
+    def unexplained(self) -> list[str]:
+        return [c for c, r in self.results.items() if r in NOT_DECIDED]
+
+
+def views(records: Iterable[Mapping[str, Any]]) -> list[View]:
+    """One View per scenario: the longest timeline its records carry, every check's result."""
+    out: dict[str, View] = {}
+    for r in records:
+        if "timeline" not in r:
+            continue  # collection-time records (skipped, not supported) have none
+        view = out.setdefault(r["scenario"], View(r["scenario"], Timeline()))
+        result = view.results.get(r["check"])
+        if result not in NOT_DECIDED:
+            view.results[r["check"]] = r["result"]
+        if len(r["timeline"]) >= len(view.timeline):
+            view.timeline = Timeline.from_list(r["timeline"])
+            view.origin = float(r.get("origin") or 0.0)
+            end = r.get("observedUntil")
+            view.observed_until = float(end) if end is not None else _last(view.timeline)
+            view.config = tuple(r.get("config") or ())
+            view.foreign = frozenset(r.get("foreign") or ())
+    return sorted(out.values(), key=lambda v: v.origin)
+
+
+def detect(
+    records: Iterable[Mapping[str, Any]], claims: Mapping[str, Any] | None = None
+) -> list[Finding]:
+    """Every finding the records show, in a fixed order."""
+    records = list(records)
+    users = frozenset(u for r in records for u in r.get("dispatcherUsers") or ())
+    seen = views(records)
+    run = Run(seen, users, dict(claims or {}))
+    return [f for detector in DETECTORS if (f := detector(run)) is not None]
+
+
+@dataclass
+class Run:
+    """What the detectors share: the scenarios, the dispatcher's identities, the claims."""
+
+    views: list[View]
+    users: frozenset[str]
+    claims: dict[str, Any]
+
+    @property
+    def zero(self) -> float:
+        return min((v.origin for v in self.views), default=0.0)
+
+    def at(self, view: View, t: float) -> float:
+        """A scenario time as seconds since the run's first recorded event."""
+        return view.origin + t - self.zero
+
+    def bounds(self, view: View) -> Bounds:
+        return Bounds.derive(self.claims, view.config)
+
+    def writes(self, tl: Timeline) -> list[Event]:
+        """The dispatcher's writes to Workloads (all writes when it is built into Kueue)."""
+        return [
+            e for e in tl.where(Kind.WRITE) if not self.users or e.data.get("user") in self.users
+        ]
+
+    def finding(
+        self, id: str, title: str, detail: str, where: Sequence[View], primary: Sequence[str] = ()
+    ) -> Finding:
+        checks = {*primary, *(c for v in where for c in v.unexplained())}
+        order = list(CATALOGUE)
+        return Finding(
+            id,
+            title,
+            detail,
+            tuple(v.name for v in where),
+            tuple(sorted(checks, key=lambda c: order.index(c) if c in order else len(order))),
+        )
+
+
+# ------------------------------------------------------------------------------ detectors
+
+
+def nominated_outside_config(run: Run) -> Finding | None:
+    """Names nominated (or asked for in a refused write) that no config of the workload had."""
+    hits: list[tuple[View, list[str], list[str]]] = []  # view, config, outside names
+    workloads: set[str] = set()
+    for v in run.views:
+        allowed, outside = list(v.config), []
+        for e in v.timeline:
+            if e.kind is Kind.CONFIG_CHANGED:
+                allowed += [c for c in e.data.get("clusters") or [] if c not in allowed]
+            elif e.kind is Kind.NOMINATION or (e.kind is Kind.WRITE and "names" in e.data):
+                bad = [n for n in names(e) if n not in allowed and n not in outside]
+                outside += bad
+                workloads.update([e.workload] if bad else [])
+        if outside:
+            hits.append((v, allowed, outside))
+    if not hits:
+        return None
+    every = Counter(n for _, _, outside in hits for n in outside)
+    v0, config, outside = hits[0]
+    detail = (
+        f"{len(workloads)} workload(s) in {len(hits)} scenario(s) got nominations of "
+        f"{_names(every)}: in no MultiKueueConfig of the workload. "
+        f"In {v0.name} the workload's MultiKueueConfig had {_names(config)}; the dispatcher "
+        f"nominated {_names(outside)}. "
+    )
+    if all(n in every and every[n] == len(hits) for n in outside) and len(hits) > 1:
+        detail += (
+            "The same names came in every scenario: the dispatcher uses a fixed list "
+            "(e.g. the MultiKueueClusters it found at start) instead of the workload's config. "
+        )
+    detail += (
+        "Read each workload's config (its ClusterQueue's MultiKueue AdmissionCheck names a "
+        "MultiKueueConfig) and nominate only its clusters; watch configs and clusters, "
+        "which are created and changed while the dispatcher runs."
+    )
+    title = "Nominated clusters that are in no MultiKueueConfig of the workload"
+    return run.finding("nominated-outside-config", title, detail, [h[0] for h in hits], ["CORE-01"])
+
+
+def never_nominated(run: Run) -> Finding | None:
+    """Workloads pending for a while, and no nomination of anything in the whole run."""
+    if any(v.timeline.where_nominated() for v in run.views):
+        return None
+    if any(names(e) for v in run.views for e in run.writes(v.timeline)):
+        return None
+    waiting: list[tuple[View, float]] = []
+    for v in run.views:
+        pending = [
+            v.observed_until - created_at(tl)
+            for w in v.workloads()
+            if first_placement(tl := v.timeline.of(w)) is None
+        ]
+        longest = max(pending, default=0.0)
+        if longest >= NEVER_NOMINATED_AFTER:
+            waiting.append((v, longest))
+    if not waiting:
+        return None
+    count = sum(
+        1 for v, _ in waiting for w in v.workloads() if first_placement(v.timeline.of(w)) is None
+    )
+    wrote = sum(len(run.writes(v.timeline)) for v in run.views)
+    detail = (
+        f"{count} workload(s) in {len(waiting)} scenario(s) stayed pending, up to "
+        f"{max(t for _, t in waiting):.0f}s, and the dispatcher nominated nothing in the "
+        f"whole run ({wrote} write(s) to Workloads). Check that it runs and stays up, that "
+        "it selects the Workloads whose MultiKueue AdmissionCheck names it (Kueue's "
+        "dispatcherName), and that its writes are allowed (see any 403 finding)."
+    )
+    title = "Never nominated anything"
+    return run.finding("never-nominated", title, detail, [v for v, _ in waiting], ["CORE-04"])
+
+
+def api_forbidden(run: Run) -> Finding | None:
+    """Requests authorization refused (403), by resource, verb and namespace. Scenarios that
+    ran at once all saw the same refusals: each is counted once."""
+    seen: dict[tuple[Any, ...], list[float]] = {}
+    where: dict[str, View] = {}
+    for v in run.views:
+        for e in v.timeline.where(Kind.FORBIDDEN):
+            d = e.data
+            what = (d.get("user"), d.get("verb"), d.get("resource"), d.get("namespace") or "")
+            seen.setdefault((*what, d.get("name")), []).append(run.at(v, e.t))
+            where.setdefault(v.name, v)
+    if not seen:
+        return None
+    groups: Counter[tuple[Any, ...]] = Counter()
+    for (_user, verb, resource, ns, _name), times in seen.items():
+        groups[(verb, resource, ns)] += _distinct(times)
+    lines = [
+        f"{verb} {resource} {('in ' + ns) if ns else 'cluster-wide'}: {n} time(s)"
+        for (verb, resource, ns), n in groups.most_common()
+    ]
+    total = sum(groups.values())
+    users = sorted({str(key[0]) for key in seen})
+    detail = (
+        f"The manager refused {total} request(s) of {', '.join(users)} with 403 "
+        f"Forbidden: {'; '.join(lines)}. Declare what the dispatcher needs in the profile "
+        "(run.rbac; the report lists every privilege granted beyond the baseline), or stop "
+        "requesting it."
+    )
+    title = "API requests refused with 403 Forbidden"
+    return run.finding("api-forbidden", title, detail, list(where.values()))
+
+
+def _distinct(times: list[float], within: float = 0.05) -> int:
+    """How many requests these are: each test process times an audit entry on its own
+    clock, so one request may show up a few milliseconds apart in two scenarios."""
+    ordered, count, last = sorted(times), 0, -math.inf
+    for t in ordered:
+        count += t - last > within
+        last = t
+    return count
+
+
+_NAME_IN_MESSAGE = re.compile(r'(?i)(workloads?(?:\.kueue\.x-k8s\.io)?) "[^"]+"')
+
+
+def writes_refused(run: Run) -> Finding | None:
+    """Writes refused as invalid (422, 400), denied by a webhook (403 "admission webhook"),
+    or conflicting (409) far more often than a re-read-and-retry explains."""
+    refused: Counter[tuple[int, str]] = Counter()
+    where: dict[str, View] = {}
+    for v in run.views:
+        conflicts: Counter[str] = Counter()
+        for e in run.writes(v.timeline):
+            code, message = int(e.data.get("code") or 0), str(e.data.get("message") or "")
+            if code == 409:
+                conflicts[e.workload] += 1
+            elif code in (400, 422) or (code == 403 and "admission webhook" in message):
+                refused[(code, _NAME_IN_MESSAGE.sub(r'\1 "…"', message) or "no message")] += 1
+                where.setdefault(v.name, v)
+        for workload, n in conflicts.items():
+            if n >= CONFLICTS_PER_WORKLOAD:
+                refused[(409, f"{workload}: {n} conflicts")] += n
+                where.setdefault(v.name, v)
+    if not refused:
+        return None
+    lines = [f"{code} x{n}: {message}" for (code, message), n in refused.most_common(5)]
+    more = f" (and {len(refused) - 5} more kinds)" if len(refused) > 5 else ""
+    detail = (
+        f"{sum(refused.values())} write(s) to Workloads were refused: {'; '.join(lines)}"
+        f"{more}. A 422 or a webhook's 403 is Kueue or the API saying the write is wrong "
+        "(read the message); repeated 409s mean the dispatcher writes from a stale copy "
+        "and must re-read the Workload before retrying."
+    )
+    title = "Writes refused by the API or Kueue"
+    return run.finding("writes-refused", title, detail, list(where.values()))
+
+
+def stopped_reconciling(run: Run) -> Finding | None:
+    """The dispatcher's last request at T; after it, workloads that needed it got nothing."""
+    if not run.users:
+        return None
+    activity = [
+        run.at(v, e.t)
+        for v in run.views
+        for e in v.timeline.where(Kind.READ, Kind.WRITE)
+        if e.data.get("user") in run.users
+    ]
+    if not activity or not any(names(e) for v in run.views for e in run.writes(v.timeline)):
+        return None
+    last = max(activity)
+    needed: list[tuple[View, int, float]] = []
+    for v in run.views:
+        b = run.bounds(v)
+        quiet = max(QUIET_AFTER, 2 * (b.round_timeout or 0.0)) + b.escalation_slack
+        end = run.at(v, v.observed_until)
+        if end - last < quiet:
+            continue
+        due = [d for w in v.workloads() if (d := _due(v, w, b)) is not None]
+        due = [d for d in due if end - max(last, run.at(v, d)) >= quiet]
+        if due:
+            needed.append((v, len(due), end - max(last, run.at(v, min(due)))))
+    if not needed:
+        return None
+    detail = (
+        f"The dispatcher's last request (a write to a Workload, or a list or watch of "
+        f"Workloads) came {last:.0f}s into the run. After that, "
+        f"{sum(n for _, n, _ in needed)} workload(s) in {len(needed)} scenario(s) needed "
+        f"it (new, or due for their next round) and got nothing for up to "
+        f"{max(g for _, _, g in needed):.0f}s while the scenarios went on. Its log "
+        "(artifacts/logs in the report directory) says why: a crash, a deadlock, a lost "
+        "watch never re-established, a work queue that stopped."
+    )
+    title = "Stopped reconciling"
+    return run.finding("stopped-reconciling", title, detail, [v for v, _, _ in needed])
+
+
+def _due(v: View, workload: str, b: Bounds) -> float | None:
+    """When an unplaced workload next needed the dispatcher: its creation when it was never
+    nominated, else its last round's end while the config has clusters left to nominate."""
+    tl = v.timeline.of(workload)
+    if first_placement(tl) is not None:
+        return None
+    lists = tl.where(Kind.NOMINATION)
+    if not [e for e in lists if names(e)]:
+        return created_at(tl)
+    last = [e for e in lists if names(e)][-1]
+    timeout = b.round_timeout_for(names(last))
+    if timeout is None or set(v.config) <= set(names(last)):
+        return None
+    return last.t + timeout
+
+
+def write_storm(run: Run) -> Finding | None:
+    """Nomination writes per workload far above the rounds its claims need while pending."""
+    writes = placed = workloads = 0
+    allowed: list[float] = []
+    where: list[View] = []
+    for v in run.views:
+        b, stormy = run.bounds(v), 0
+        step = b.step_size or max(len(v.config), 1)
+        for w in v.workloads():
+            tl = v.timeline.of(w)
+            mine = [e for e in run.writes(tl) if e.data.get("subresource") == "status"]
+            count = len(mine) if run.users else len(tl.where(Kind.NOMINATION))
+            placement = first_placement(tl)
+            pending = (placement.t if placement else v.observed_until) - created_at(tl)
+            rounds = math.ceil(len(v.config) / step) + 1
+            if b.round_timeout:
+                rounds += pending / b.round_timeout
+            if count >= STORM_MIN and count > STORM_FACTOR * (rounds + 2):
+                stormy += 1
+                writes, workloads = writes + count, workloads + 1
+                placed += placement is not None
+                allowed.append(rounds)
+        if stormy:
+            where.append(v)
+    if not where:
+        return None
+    timeout = run.claims.get("roundTimeout")
+    claims = f"stepSize {run.claims.get('stepSize') or 'all'}, "
+    claims += f"roundTimeout {f'{timeout:g}s' if timeout else 'none'}"
+    detail = (
+        f"{writes} nomination write(s) for {workloads} workload(s) in {len(where)} "
+        f"scenario(s) ({writes / workloads:.0f} per workload, {placed} of them placed); "
+        f"the claims ({claims}) need about {max(allowed):.0f} round(s) per workload. Write "
+        "only when the list changes (compare with the Workload as read), do not requeue "
+        "on the update your own write causes, and back off per workload."
+    )
+    title = "Write storm: far more nomination writes than the claims need"
+    return run.finding("write-storm", title, detail, where)
+
+
+def _names(items: Iterable[str]) -> str:
+    listed = list(dict.fromkeys(items))
+    return ", ".join(listed[:8]) + (f" (and {len(listed) - 8} more)" if len(listed) > 8 else "")
+
+
+def _last(tl: Timeline) -> float:
+    return max((e.t for e in tl), default=0.0)
+
+
+DETECTORS: tuple[Callable[[Run], Finding | None], ...] = (
+    nominated_outside_config,
+    never_nominated,
+    api_forbidden,
+    writes_refused,
+    stopped_reconciling,
+    write_storm,
+)

@@ -1,0 +1,164 @@
+"""Findings on hand-made timelines: each fires on the story it explains and stays quiet on
+a conforming dispatcher's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.report import Report, verify_report_data
+from harness.timeline import Kind
+from suites.findings import detect
+from tests.timelines import Story
+
+ME = "system:serviceaccount:kueue-system:mkdc-dispatcher-0"
+CLAIMS = {"stepSize": 1, "roundTimeout": 10.0}
+CONFIG = ["sc-w1", "sc-w2"]
+
+
+def record(
+    story: Story,
+    scenario: str = "sc",
+    *,
+    check: str = "CORE-04",
+    result: str = "passed",
+    origin: float = 1000.0,
+    until: float = 60.0,
+    config: list[str] | None = None,
+) -> dict[str, Any]:
+    """A result record as suites.expectations writes it."""
+    return {
+        "check": check,
+        "scenario": scenario,
+        "result": result,
+        "message": "",
+        "timeline": story.timeline().to_list(),
+        "origin": origin,
+        "observedUntil": until,
+        "config": CONFIG if config is None else config,
+        "foreign": [],
+        "dispatcherUsers": [ME],
+    }
+
+
+def conforming(workload: str = "sc/wl") -> Story:
+    """Nominated in rounds, placed on the second cluster: what a good dispatcher does."""
+    return (
+        Story(workload)
+        .created(0)
+        .write(0.4, ME, names=["sc-w1"])
+        .nominate(0.5, "sc-w1")
+        .write(10.4, ME, names=["sc-w1", "sc-w2"])
+        .write(10.5, ME, code=409)
+        .nominate(10.6, "sc-w1", "sc-w2")
+        .place(15, "sc-w2")
+        .read(30, ME, "watch")
+    )
+
+
+def ids(records: list[dict[str, Any]]) -> list[str]:
+    return [f.id for f in detect(records, CLAIMS)]
+
+
+def test_a_conforming_run_has_no_findings() -> None:
+    assert detect([record(conforming()), record(conforming(), check="CORE-01")], CLAIMS) == []
+
+
+def test_nominated_outside_config_names_the_config_and_the_outside_names() -> None:
+    def blind(scenario: str) -> Story:
+        return Story(f"{scenario}/wl").created(0).nominate(1, "worker1", "worker2")
+
+    records = [
+        record(blind("a"), "a", check="CORE-01", result="failed"),
+        record(blind("a"), "a", check="CORE-03", result="undecided"),
+        record(blind("b"), "b", check="CORE-06", result="undecided", config=["b-w1"]),
+    ]
+    (finding,) = detect(records, CLAIMS)
+    assert finding.id == "nominated-outside-config"
+    assert "worker1, worker2" in finding.detail and "had sc-w1, sc-w2" in finding.detail
+    assert "fixed list" in finding.detail  # the same names in every scenario
+    assert finding.scenarios == ("a", "b")
+    assert finding.checks == ("CORE-01", "CORE-03", "CORE-06")
+    # a cluster added to the config later is in it from then on
+    added = Story("a/wl").created(0).env(1, Kind.CONFIG_CHANGED, config="a", clusters=["w9"])
+    assert ids([record(added.nominate(2, "w9"), "a")]) == []
+
+
+def test_never_nominated_when_nothing_was_ever_nominated() -> None:
+    pending = Story("sc/wl").created(0).read(1, ME)
+    (finding,) = detect([record(pending, result="failed")], CLAIMS)
+    assert finding.id == "never-nominated" and "up to 60s" in finding.detail
+    assert finding.checks == ("CORE-04",)
+    assert ids([record(pending, until=20)]) == []  # not long enough to tell
+    assert ids([record(pending), record(conforming("b/wl"), "b")]) == []  # nominated elsewhere
+
+
+def test_api_forbidden_counts_each_refusal_once_across_scenarios() -> None:
+    def refused(scenario: str, shift: float) -> Story:
+        story = Story(f"{scenario}/wl").created(0).nominate(0.5, f"{scenario}-w1")
+        for t in (5.0, 7.0):
+            story.env(
+                t - shift,
+                Kind.FORBIDDEN,
+                user=ME,
+                verb="list",
+                resource="core/secrets",
+                namespace="kueue-system",
+                name="",
+            )
+        return story.place(9, f"{scenario}-w1")
+
+    # the same two refusals, seen by a scenario that started 2 s later, on a clock 3 ms off
+    records = [
+        record(refused("a", 0), "a", config=["a-w1"]),
+        record(refused("b", 2 - 0.003), "b", origin=1002.0, config=["b-w1"]),
+    ]
+    (finding,) = detect(records, CLAIMS)
+    assert finding.id == "api-forbidden" and finding.scenarios == ("a", "b")
+    assert "list core/secrets in kueue-system: 2 time(s)" in finding.detail
+    assert "run.rbac" in finding.detail
+
+
+def test_writes_refused_with_the_message_and_repeated_conflicts() -> None:
+    invalid = 'Workload.kueue.x-k8s.io "job-x-1" is invalid: status.nominatedClusterNames: Too many'
+    story = conforming().add(
+        11, Kind.WRITE, user=ME, verb="patch", subresource="status", code=422, message=invalid
+    )
+    (finding,) = detect([record(story)], CLAIMS)
+    assert finding.id == "writes-refused"
+    assert '422 x1: Workload.kueue.x-k8s.io "…" is invalid' in finding.detail
+    conflicts = conforming()
+    for t in range(5):
+        conflicts.write(11 + t, ME, code=409)
+    (finding,) = detect([record(conflicts)], CLAIMS)
+    assert "409 x6: sc/wl: 6 conflicts" in finding.detail and "stale copy" in finding.detail
+
+
+def test_stopped_reconciling_after_the_last_request() -> None:
+    story = conforming()
+    story.add(20, Kind.WORKLOAD_CREATED, of="sc/late")  # nobody nominates it
+    (finding,) = detect([record(story, until=100)], CLAIMS)
+    assert finding.id == "stopped-reconciling"
+    assert "came 30s into the run" in finding.detail and "1 workload(s)" in finding.detail
+    assert ids([record(story.read(95, ME), until=100)]) == []  # still reading: not silent
+    # a pending workload whose every cluster is nominated needs nothing more
+    story = Story("sc/wl").created(0).write(0.4, ME, names=CONFIG).nominate(0.5, *CONFIG)
+    assert ids([record(story, until=100)]) == []
+
+
+def test_write_storm_when_writes_per_workload_dwarf_the_rounds() -> None:
+    story = Story("sc/wl").created(0)
+    for i in range(200):
+        story.write(0.25 * i, ME, names=["sc-w1"])
+    story.nominate(0.3, "sc-w1").read(49, ME)
+    (finding,) = detect([record(story, check="CORE-09", result="failed")], CLAIMS)
+    assert finding.id == "write-storm" and finding.checks == ("CORE-09",)
+    assert "200 nomination write(s) for 1 workload(s)" in finding.detail
+    assert "0 of them placed" in finding.detail and "stepSize 1, roundTimeout 10s" in finding.detail
+
+
+def test_findings_in_a_report_pass_verify() -> None:
+    pending = Story("sc/wl").created(0).read(1, ME)
+    report = Report("p", "d", findings=detect([record(pending, result="failed")], CLAIMS))
+    doc = report.to_dict()
+    assert doc["findings"][0]["id"] == "never-nominated"
+    assert not [p for p in verify_report_data(doc) if p.startswith("findings")]

@@ -1,0 +1,135 @@
+"""A scenario that broke before its decision point: which of its checks failed, which are
+undecided, and what the undecided ones say."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.profile import load_profile
+from harness.scenario import Context, Scenario
+from harness.timeline import MANAGER, Event, Kind, Timeline
+from suites import expectations
+
+KEY = "sc/wl"
+WAIT = "TimeoutError: timed out after 75s waiting for sc/wl to be placed: sc/wl to be placed"
+USER = "system:serviceaccount:kueue-system:mkdc-dispatcher-0"
+
+
+class FrozenRecorder:
+    """A recorder whose timeline is given; `now` is 200 s after its start."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic() - 200
+        self.events: list[Event] = []
+
+    def now(self) -> float:
+        return self.started + 200
+
+    def snapshot(self, namespace: str | None = None) -> Timeline:
+        return Timeline(self.events)
+
+
+@pytest.fixture
+def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "results").mkdir()
+    path = tmp_path / "session.json"
+    path.write_text(
+        json.dumps({"reportDir": str(tmp_path), "checks": [], "skipChecks": [], "full": False})
+    )
+    monkeypatch.setenv("MKDC_SESSION", str(path))
+    return tmp_path
+
+
+def scenario(checks: list[str], *events: tuple[float, Kind, dict[str, Any]]) -> Scenario:
+    recorder = FrozenRecorder()
+    ctx = Context(
+        env=None,  # type: ignore[arg-type]
+        profile=load_profile("reference"),
+        recorder=recorder,  # type: ignore[arg-type]
+        run_id="r",
+        dispatcher_users=frozenset({USER}),
+    )
+    sc = Scenario(ctx, "sc")
+    sc.started = recorder.started
+    sc.jobs, sc.checks, sc.order = {"job": KEY}, checks, ["sc-w1", "sc-w2"]
+    sc.members = {"sc-w1": "w1", "sc-w2": "w2"}
+    recorder.events = [
+        Event(recorder.started + t, MANAGER, kind, KEY if kind != Kind.ACTION else "", data)
+        for t, kind, data in events
+    ]
+    return sc
+
+
+def results(report_dir: Path) -> dict[str, dict[str, Any]]:
+    records = [json.loads(p.read_text()) for p in (report_dir / "results").glob("*.json")]
+    return {r["check"]: r for r in records}
+
+
+def broke(sc: Scenario, error: str = WAIT, timed_out: bool = True) -> None:
+    """What the scenario fixture does when the test body raised."""
+    expectations.judge_every_timeline(sc)
+    expectations.record_errored(sc, error, timed_out=timed_out)
+
+
+CREATED = (1.0, Kind.WORKLOAD_CREATED, {})
+OUTSIDE = (1.5, Kind.NOMINATION, {"names": ["worker1"], "writer": "vendor"})
+INSIDE = (1.5, Kind.NOMINATION, {"names": ["sc-w1"], "writer": "vendor"})
+
+
+def test_timed_out_wait_explained_by_core01_is_undecided_naming_it(session: Path) -> None:
+    broke(scenario(["CORE-03"], CREATED, OUTSIDE))
+    got = results(session)
+    assert got["CORE-01"]["result"] == "failed"
+    assert got["CORE-03"]["result"] == "undecided"
+    assert got["CORE-03"]["message"].startswith("undecided: CORE-01 failed in this scenario: ")
+    assert "worker1" in got["CORE-03"]["message"]
+
+
+def test_a_violation_on_the_timeline_is_failed_not_undecided(session: Path) -> None:
+    placed = (5.0, Kind.PLACEMENT, {"cluster": "sc-w1"})
+    again = (9.0, Kind.NOMINATION, {"names": ["sc-w2"], "writer": None})
+    broke(scenario(["CORE-03"], CREATED, INSIDE, placed, again))
+    got = results(session)["CORE-03"]
+    assert got["result"] == "failed" and "while placed on sc-w1" in got["message"]
+
+
+def test_a_wait_that_is_the_decision_point_fails_the_check(session: Path) -> None:
+    # observation ends before the bound, so the verdict alone cannot say; the wait did
+    sc = scenario(["CORE-04"], CREATED, INSIDE)
+    sc.ctx.recorder.now = lambda: sc.started + 10  # type: ignore[method-assign]
+    broke(sc)
+    got = results(session)["CORE-04"]
+    assert got["result"] == "failed" and got["message"] == f"scenario did not complete: {WAIT}"
+
+
+def test_a_wait_the_check_merely_needed_leaves_it_undecided(session: Path) -> None:
+    broke(scenario(["CORE-03", "CORE-06"], CREATED, INSIDE))
+    got = results(session)
+    for check in ("CORE-03", "CORE-06"):  # both needed the first placement
+        assert got[check]["result"] == "undecided"
+        assert got[check]["message"] == f"undecided: a wait {check} needed first timed out: {WAIT}"
+
+
+def test_an_environment_error_leaves_the_checks_undecided(session: Path) -> None:
+    error = "ApiException: (500) Internal Server Error"
+    sc = scenario(["CORE-04"], CREATED, INSIDE)
+    sc.ctx.recorder.now = lambda: sc.started + 10  # type: ignore[method-assign]
+    broke(sc, error=error, timed_out=False)
+    got = results(session)["CORE-04"]
+    assert got["result"] == "undecided" and got["message"].endswith(error)
+    assert "before CORE-04 decided" in got["message"]
+
+
+def test_core06_decides_on_its_wait_once_placed() -> None:
+    placed = Timeline([Event(1.0, MANAGER, Kind.PLACEMENT, KEY, {"cluster": "w1"})])
+    assert expectations.settle("CORE-06", WAIT, True, {}, placed)[0] == "failed"
+    assert expectations.settle("CORE-06", WAIT, True, {}, Timeline())[0] == "undecided"
+    failed = {"CORE-05": "Job on w1, w2 at once", "CORE-01": "nominated worker1"}
+    result, message = expectations.settle("CORE-06", WAIT, True, failed, placed)
+    assert result == "undecided"
+    assert message == "undecided: CORE-01 failed in this scenario (also CORE-05): nominated worker1"
