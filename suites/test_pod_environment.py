@@ -44,15 +44,16 @@ def mkdc_run(profile: Path, report_dir: Path, checks: str) -> subprocess.Complet
     return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
 
 
-def run_dirs() -> set[Path]:
-    return set(Path("/tmp").glob("mkdc-run-*"))
+def run_dir(stderr: str) -> Path:
+    """The run directory `mkdc run` announced ("environment ready in ...: DIR")."""
+    [line] = [line for line in stderr.splitlines() if "environment ready in" in line]
+    return Path(line.rsplit(": ", 1)[1])
 
 
 @pytest.mark.e2e
 def test_without_the_privilege_it_needs_it_cannot_start_and_the_report_says_why(
     selected_versions, tmp_path: Path
 ) -> None:
-    before = run_dirs()
     report_dir = tmp_path / "report"
     proc = mkdc_run(secret_reader_profile(tmp_path, None), report_dir, "CORE-01")
     assert proc.returncode == 2, proc.stderr[-3000:]
@@ -63,7 +64,7 @@ def test_without_the_privilege_it_needs_it_cannot_start_and_the_report_says_why(
     report = yaml.safe_load((report_dir / "report.yaml").read_text())
     assert report["summary"]["result"] == "error" and "exited with code 3" in report["error"]
     assert verify_report(report_dir / "report.yaml") == []
-    assert run_dirs() <= before  # nothing left behind
+    assert not run_dir(proc.stderr).exists()  # nothing left behind (keys, kubeconfigs)
 
 
 @pytest.mark.e2e
