@@ -66,9 +66,6 @@ class DispatcherRunner:
     def process_name(self, replica: int) -> str:
         return f"dispatcher-{replica}"
 
-    def log(self, replica: int) -> Path:
-        return self.supervisor.log_dir / f"{self.process_name(replica)}.log"
-
     def start(self, replica: int) -> None:
         creds = self.credentials[replica]
         name = self.process_name(replica)

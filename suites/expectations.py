@@ -252,6 +252,7 @@ def _record(
             "origin": round(origin, 3),
             "observedUntil": b.observed_until,
             "config": list(b.clusters),
+            "sharedClusters": sc.shared,  # the environment's, made before the dispatcher
             "foreign": sorted(sc.foreign),
             "dispatcherUsers": sorted(sc.ctx.dispatcher_users),
             "scorecard": scorecard(

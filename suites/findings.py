@@ -37,6 +37,7 @@ class View:
     origin: float = 0.0
     observed_until: float = 0.0
     config: tuple[str, ...] = ()
+    shared_clusters: bool = False  # the environment's clusters, there before the dispatcher
     foreign: frozenset[str] = frozenset()
     results: dict[str, str] = field(default_factory=dict)  # check -> worst result
 
@@ -67,6 +68,7 @@ def views(records: Iterable[Mapping[str, Any]]) -> list[View]:
             end = r.get("observedUntil")
             view.observed_until = float(end) if end is not None else _last(view.timeline)
             view.config = tuple(r.get("config") or ())
+            view.shared_clusters = bool(r.get("sharedClusters"))
             view.foreign = frozenset(r.get("foreign") or ())
     return sorted(out.values(), key=lambda v: v.origin)
 
@@ -194,6 +196,66 @@ def never_nominated(run: Run) -> Finding | None:
     )
     title = "Never nominated anything"
     return run.finding("never-nominated", title, detail, [v for v, _ in waiting], ["CORE-04"])
+
+
+def ignored_new_clusters(run: Run) -> Finding | None:
+    """Nominations in some scenarios, none at all in others whose workloads waited: the
+    silent ones' clusters (and config) were made while the dispatcher ran. When it served
+    exactly the scenarios on clusters that existed before it started, it reads them once."""
+    served = [v for v in run.views if v.timeline.where_nominated()]
+    if not served:
+        return None  # nothing nominated anywhere: never_nominated says so
+    silent = [
+        v
+        for v in run.views
+        if not v.timeline.where_nominated() and _waited(v) and _active_after(run, v)
+    ]
+    if not silent:
+        return None
+    workloads = sum(len(v.workloads()) for v in silent)
+    detail = (
+        f"{workloads} workload(s) in {len(silent)} scenario(s) ({_names(v.name for v in silent)})"
+        f" were never nominated, while the dispatcher nominated in {len(served)} other "
+        "scenario(s). "
+    )
+    if all(v.shared_clusters for v in served) and not any(v.shared_clusters for v in silent):
+        detail += (
+            "It served every scenario on the environment's clusters, made before it started, "
+            "and none whose MultiKueueClusters and MultiKueueConfig were made after: it "
+            "discovers clusters and configs only at start. "
+        )
+    else:
+        detail += "Their MultiKueueClusters and MultiKueueConfig were made while it ran. "
+    detail += (
+        "Watch MultiKueueClusters and MultiKueueConfigs (or list them again) so clusters "
+        "and configs created later are considered, as Kueue's own dispatchers do."
+    )
+    title = "Never nominated clusters created after it started"
+    return run.finding("ignored-new-clusters", title, detail, silent, ["CORE-07"])
+
+
+def _active_after(run: Run, v: View) -> bool:
+    """The dispatcher still made requests after the scenario's first workload came (if it
+    had stopped, stopped_reconciling explains the silence)."""
+    first = min((created_at(v.timeline.of(w)) for w in v.workloads()), default=None)
+    if first is None or not run.users:
+        return True
+    start = run.at(v, first)
+    return any(
+        run.at(u, e.t) > start
+        for u in run.views
+        for e in u.timeline.where(Kind.READ, Kind.WRITE)
+        if e.data.get("user") in run.users
+    )
+
+
+def _waited(v: View) -> bool:
+    """A workload of the scenario stayed unplaced long enough to need a nomination."""
+    return any(
+        v.observed_until - created_at(tl) >= NEVER_NOMINATED_AFTER
+        for w in v.workloads()
+        if first_placement(tl := v.timeline.of(w)) is None
+    )
 
 
 def api_forbidden(run: Run) -> Finding | None:
@@ -379,6 +441,7 @@ def _last(tl: Timeline) -> float:
 
 DETECTORS: tuple[Callable[[Run], Finding | None], ...] = (
     nominated_outside_config,
+    ignored_new_clusters,
     never_nominated,
     api_forbidden,
     writes_refused,

@@ -24,6 +24,7 @@ def record(
     origin: float = 1000.0,
     until: float = 60.0,
     config: list[str] | None = None,
+    shared: bool = False,
 ) -> dict[str, Any]:
     """A result record as suites.expectations writes it."""
     return {
@@ -35,6 +36,7 @@ def record(
         "origin": origin,
         "observedUntil": until,
         "config": CONFIG if config is None else config,
+        "sharedClusters": shared,
         "foreign": [],
         "dispatcherUsers": [ME],
     }
@@ -89,7 +91,31 @@ def test_never_nominated_when_nothing_was_ever_nominated() -> None:
     assert finding.id == "never-nominated" and "up to 60s" in finding.detail
     assert finding.checks == ("CORE-04",)
     assert ids([record(pending, until=20)]) == []  # not long enough to tell
-    assert ids([record(pending), record(conforming("b/wl"), "b")]) == []  # nominated elsewhere
+    # nominated elsewhere: not "never", but ignored there (ignored-new-clusters)
+    assert "never-nominated" not in ids([record(pending), record(conforming("b/wl"), "b")])
+
+
+def test_clusters_made_after_start_never_nominated_by_a_dispatcher_that_reads_them_once() -> None:
+    pending = Story("late/wl").created(0).read(1, ME)
+    records = [
+        record(conforming("a/wl"), "a", shared=True),
+        record(conforming("b/wl"), "b", check="EXT-05", shared=True),
+        record(pending, "late", check="CORE-07", result="failed"),
+    ]
+    (finding,) = detect(records, CLAIMS)
+    assert finding.id == "ignored-new-clusters"
+    assert finding.scenarios == ("late",) and finding.checks == ("CORE-07",)
+    assert "discovers clusters and configs only at start" in finding.detail
+    # every scenario has its own clusters: the same silence, without the diagnosis
+    own = [record(conforming("a/wl"), "a"), record(pending, "late", result="failed")]
+    (finding,) = detect(own, CLAIMS)
+    assert "only at start" not in finding.detail and "while it ran" in finding.detail
+    assert ids([record(conforming("a/wl"), "a"), record(pending, "late", until=20)]) == []
+    # a dispatcher that went quiet before the workloads came did not ignore them
+    quiet = Story("late/wl").created(0)
+    assert "ignored-new-clusters" not in ids(
+        [record(conforming("a/wl"), "a", origin=0.0), record(quiet, "late", origin=1000.0)]
+    )
 
 
 def test_api_forbidden_counts_each_refusal_once_across_scenarios() -> None:
