@@ -6,6 +6,7 @@ MKDC := $(BIN)/mkdc
 PROFILE ?= reference
 PROVIDER ?= local
 REPORT_DIR ?= reports/$(PROFILE)
+GO_EXAMPLE := dispatchers/example-go
 
 .PHONY: setup bins doctor test unit e2e lint bench-up bench-dispatcher compare selftest clean
 
@@ -26,13 +27,16 @@ doctor: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@test -z "$$(gofmt -l $(GO_EXAMPLE))" || { gofmt -l $(GO_EXAMPLE); echo "gofmt: run gofmt -w $(GO_EXAMPLE)"; exit 1; }
+	cd $(GO_EXAMPLE) && go vet ./...
 
 unit: setup
 	$(BIN)/pytest tests -q
 
-# Unit tests, then the quick e2e subset against real local clusters, then a few
-# faulty dispatchers that the suite must reject.
+# Unit tests (the Go example's, then Python's), then the quick e2e subset against
+# real local clusters, then a few faulty dispatchers that the suite must reject.
 test: bins lint
+	cd $(GO_EXAMPLE) && go test ./...
 	$(BIN)/pytest tests suites -m "not slow" -q -rfE
 	$(BIN)/python -m harness.selftest --quick
 

@@ -19,6 +19,7 @@ from typing import Any, Literal, NoReturn
 
 import yaml
 
+from harness import toolchain
 from harness.durations import parse_duration
 from harness.errors import UserError
 
@@ -43,7 +44,7 @@ NOMINATION_WRITE_MODES = ("admission-policy", "merge-patch", "kueue-admission")
 ORDERINGS = ("config", "alphabetical", "tiers", "none")
 PER_SCENARIO, SHARED = "per-scenario", "shared"
 CLUSTER_SCOPES = (PER_SCENARIO, SHARED)
-PLACEHOLDERS = ("kubeconfig", "dispatcher_name", "namespace")
+PLACEHOLDERS = ("kubeconfig", "dispatcher_name", "namespace", "profile_dir", "binary")
 DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_READY_TIMEOUT = 60.0
 
@@ -90,6 +91,8 @@ class RunSpec:
     # run as in a Pod: service-account files, KUBERNETES_SERVICE_HOST/PORT, POD_* variables
     pod_environment: bool = True
     rbac: Rbac = field(default_factory=Rbac)
+    # a Go main module the harness builds (cached per source) before the run: {binary}
+    go_build: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -163,11 +166,15 @@ class Profile:
         return self.dispatcher_name in BUILTIN_DISPATCHERS
 
     def placeholders(self, kubeconfig: str | os.PathLike[str], namespace: str) -> dict[str, str]:
-        return {
+        values = {
             "kubeconfig": os.fspath(kubeconfig),
             "dispatcher_name": self.dispatcher_name,
             "namespace": namespace,
+            "profile_dir": str(self.path.parent.resolve()),
         }
+        if self.run is not None and self.run.go_build is not None:
+            values["binary"] = str(toolchain.go_module_binary(self.run.go_build))
+        return values
 
     def render_command(
         self, kubeconfig: str | os.PathLike[str], namespace: str = DEFAULT_NAMESPACE
@@ -359,7 +366,7 @@ class _Validator:
         run = self.mapping(
             value,
             "spec.run",
-            ("command", "env", "replicas", "readyTimeout", "podEnvironment", "rbac"),
+            ("command", "env", "replicas", "readyTimeout", "podEnvironment", "rbac", "goBuild"),
         )
         if "command" not in run:
             self.fail("spec.run.command", "required when spec.run is set")
@@ -380,14 +387,25 @@ class _Validator:
         ready_timeout = DEFAULT_READY_TIMEOUT
         if ready is not None:
             ready_timeout = self.duration(ready, "spec.run.readyTimeout") or ready_timeout
+        go_build = self.go_module(run.get("goBuild"))
+        uses_binary = [f"spec.run.command[{i}]" for i, a in enumerate(command) if "{binary}" in a]
+        uses_binary += [f"spec.run.env.{k}" for k, v in env.items() if "{binary}" in v]
+        if uses_binary and go_build is None:
+            self.fail(uses_binary[0], "{binary} needs spec.run.goBuild (the Go module to build)")
         exe_template = command[0]
         if "{kubeconfig}" in exe_template:
             self.fail("spec.run.command[0]", "the executable cannot depend on {kubeconfig}")
         exe = _fill(
             exe_template,
-            {"dispatcher_name": dispatcher, "namespace": DEFAULT_NAMESPACE, "kubeconfig": ""},
+            {
+                "dispatcher_name": dispatcher,
+                "namespace": DEFAULT_NAMESPACE,
+                "kubeconfig": "",
+                "profile_dir": str(self.path.parent.resolve()),
+            },
         )
-        if _find_executable(exe, self.path.parent) is None:
+        # {binary} is built just before the run, so it cannot be looked for yet
+        if "{binary}" not in exe and _find_executable(exe, self.path.parent) is None:
             self.fail("spec.run.command[0]", f"executable {exe!r} not found on PATH or as a path")
         pod = run.get("podEnvironment", True)
         if not isinstance(pod, bool):
@@ -399,7 +417,18 @@ class _Validator:
             ready_timeout=ready_timeout,
             pod_environment=pod,
             rbac=self.rbac(run.get("rbac")),
+            go_build=go_build,
         )
+
+    def go_module(self, value: Any) -> Path | None:
+        """spec.run.goBuild: a folder (relative to the profile) holding a Go main module."""
+        text = self.string(value, "spec.run.goBuild")
+        if text is None:
+            return None
+        folder = Path(text) if Path(text).is_absolute() else self.path.parent / text
+        if not (folder / "go.mod").is_file():
+            self.fail("spec.run.goBuild", f"{text!r} is not a folder with a go.mod (a Go module)")
+        return folder.resolve()
 
     def rbac(self, value: Any) -> Rbac:
         where = "spec.run.rbac"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import control, identity, inventory, kube, scenario, versions
+from harness import control, identity, inventory, kube, scenario, toolchain, versions
 from harness.dispatcher import DispatcherRunner, StartFailure
 from harness.environment import Environment
 from harness.errors import UserError
@@ -115,6 +115,8 @@ def run(opts: Options) -> int:
     unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in _catalogue()]
     if unknown:
         raise UserError(f"unknown check id(s) {', '.join(unknown)} (see `mkdc checks`)")
+    if profile.run is not None and profile.run.go_build is not None:
+        toolchain.build_go_module(profile.run.go_build, log)  # before any cluster starts
     report_dir = opts.report_dir.resolve()
     if report_dir.exists():
         shutil.rmtree(report_dir)
@@ -216,7 +218,10 @@ def _start_dispatcher(
     stack.callback(supervisor.stop_all)
     runner = DispatcherRunner(profile, supervisor, credentials)
     how = "as in a Pod" if profile.run.pod_environment else "as a process"
-    log(f"starting the dispatcher {how} ({replicas} replica(s)): {' '.join(profile.run.command)}")
+    command = " ".join(profile.run.command)
+    if profile.run.go_build is not None:
+        command = command.replace("{binary}", str(toolchain.go_module_binary(profile.run.go_build)))
+    log(f"starting the dispatcher {how} ({replicas} replica(s)): {command}")
     runner.start_all()
     users = frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
     audit = env.info.get("auditLog")

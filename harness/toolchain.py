@@ -10,6 +10,7 @@ cached per version and never rebuilt once present.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -224,8 +225,15 @@ def build(component: Component, progress: Progress) -> Path:
     return target
 
 
-def _stream_build(args: list[str], cwd: Path, total: int, key: str, progress: Progress) -> None:
-    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+def _stream_build(
+    args: list[str],
+    cwd: Path,
+    total: int,
+    key: str,
+    progress: Progress,
+    goflags: str = "-mod=mod",
+) -> None:
+    env = {**os.environ, "GOFLAGS": goflags}
     started = time.monotonic()
     proc = subprocess.Popen(
         [_go(), *args],
@@ -264,6 +272,41 @@ def build_all(v: Versions, progress: Progress | None = None) -> dict[str, Path]:
         for name in component.binaries:
             paths[name] = directory / name
     return paths
+
+
+def go_module_binary(directory: Path) -> Path:
+    """Where the binary of the Go main module in `directory` is cached: keyed by a hash of
+    its go.mod, go.sum and Go files, so an edit gives a new build and nothing else does."""
+    digest = hashlib.sha256()
+    sources = sorted(
+        p for p in directory.rglob("*") if p.name in ("go.mod", "go.sum") or p.suffix == ".go"
+    )
+    for path in sources:
+        digest.update(str(path.relative_to(directory)).encode() + b"\0" + path.read_bytes())
+    return cache_dir() / "bin" / f"{directory.name}-{digest.hexdigest()[:12]}" / directory.name
+
+
+def build_go_module(directory: Path, progress: Progress) -> Path:
+    """Build a dispatcher's Go main module (dependencies through the module proxy) unless
+    this version of its source is cached; `-trimpath` as for the upstream binaries, so the
+    packages they share come from Go's build cache."""
+    target = go_module_binary(directory)
+    if target.is_file():
+        progress(f"{directory.name}: cached in {target.parent}")
+        return target
+    if not (directory / "go.mod").is_file():
+        raise UserError(f"{directory} has no go.mod: spec.run.goBuild names a Go main module")
+    started = time.monotonic()
+    # readonly: a vendor's go.mod and go.sum are read, never rewritten
+    goflags = "-mod=readonly -buildvcs=false"
+    total = len(_run_go(["list", "-deps", "."], cwd=directory, env={"GOFLAGS": goflags}).split())
+    staging = target.with_name(target.name + ".partial")
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    args = ["build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(staging), "."]
+    _stream_build(args, directory, total, directory.name, progress, goflags)
+    staging.rename(target)
+    progress(f"{directory.name}: built into {target.parent} in {time.monotonic() - started:.0f}s")
+    return target
 
 
 @dataclass(frozen=True)

@@ -803,6 +803,12 @@ def _ran_unplaced(tl: Timeline) -> Event | None:
     return next(iter(tl.where(Kind.FINISHED)), None) if ran else None
 
 
+def placed_or_ran(tl: Timeline) -> Event | None:
+    """The first placement, or, for a Job that ran to completion on a worker before Kueue
+    recorded where (a short Job under load), the manager's FINISHED."""
+    return first_placement(tl) or _ran_unplaced(tl)
+
+
 def burst_liveness(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-09 (scenario scope): every non-foreign workload with a WORKLOAD_CREATED is
     placed within placement_bound(expected_cluster) + burst_slack of its creation; one
@@ -820,7 +826,7 @@ def burst_liveness(tl: Timeline, b: Bounds) -> Verdict:
     to_nomination, to_placement, stuck, unknown = [], [], [], 0
     for workload, t0 in created.items():
         own = tl.of(workload)
-        nom, placed = first_nomination(own), first_placement(own) or _ran_unplaced(own)
+        nom, placed = first_nomination(own), placed_or_ran(own)
         if nom:
             to_nomination.append(nom.t - t0)
         if placed:

@@ -7,30 +7,19 @@ user runs it, on checks whose scenarios take seconds with the reference's 10 s r
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import yaml
 
-from harness.report import verify_report
+from suites.mkdc_cli import PROFILES, assert_conforms, mkdc_run, report_of, results_of
 
-PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
 QUICK = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07"
 
 
 @pytest.mark.e2e
 def test_reference_conforms_on_the_quick_checks(selected_versions, tmp_path) -> None:
     report_dir = tmp_path / "report"
-    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", "reference"]
-    argv += ["--checks", QUICK, "--report-dir", str(report_dir), "-n", "2"]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = yaml.safe_load((report_dir / "report.yaml").read_text())
-    results = {c["id"]: c["result"] for c in report["checks"]}
-    assert {results[c] for c in QUICK.split(",")} == {"passed"}, results
-    assert verify_report(report_dir / "report.yaml") == []
+    proc = mkdc_run("reference", report_dir, "--checks", QUICK, "-n", "2")
+    assert_conforms(proc, report_dir, QUICK)
     assert (report_dir / "junit.xml").exists() and (report_dir / "report.html").exists()
 
 
@@ -54,13 +43,11 @@ def test_a_vendor_shaped_environment_is_built_and_reported(selected_versions, tm
     profile = tmp_path / "shaped.yaml"
     profile.write_text(yaml.safe_dump(doc))
     report_dir = tmp_path / "report"
-    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", str(profile)]
-    argv += ["--checks", "CORE-01,CORE-04", "--report-dir", str(report_dir)]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    proc = mkdc_run(profile, report_dir, "--checks", "CORE-01,CORE-04")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "one at a time" in proc.stderr
-    report = yaml.safe_load((report_dir / "report.yaml").read_text())
-    assert {c["id"]: c["result"] for c in report["checks"]}["CORE-04"] == "passed"
+    report = report_of(report_dir)
+    assert results_of(report)["CORE-04"] == "passed"
     shape = report["environment"]["shape"]
     assert shape["workerClusterQueue"] == "gpu-cluster-queue"
     assert (shape["resource"], shape["flavor"]) == ("nvidia.com/gpu", "gpu-flavor")

@@ -7,13 +7,11 @@ must pass, and afterwards the clusters must hold nothing the suite created.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from harness import inventory
 from harness.local import LocalProvider, running
+from suites.mkdc_cli import mkdc_run
 
 REFERENCE = "mkdc.example/reference"
 CHECKS = "CORE-01,CORE-04,EXT-05"
@@ -30,11 +28,10 @@ def test_suite_passes_on_existing_clusters_and_leaves_nothing(selected_versions,
     )
     with running(provider) as env:
         before = inventory.snapshot(env)
-        argv = [sys.executable, "-m", "harness.cli", "run", "--profile", "reference"]
-        argv += ["--provider", "existing", "--checks", CHECKS, "--report-dir", str(tmp_path / "r")]
-        argv += ["--cluster", f"manager={env.manager.kubeconfig}"]
-        argv += [f"--cluster={w.name}={w.kubeconfig}" for w in env.workers]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+        clusters = [f"--cluster={w.name}={w.kubeconfig}" for w in env.workers]
+        args = ["--provider", "existing", "--checks", CHECKS]
+        args += ["--cluster", f"manager={env.manager.kubeconfig}", *clusters]
+        proc = mkdc_run("reference", tmp_path / "r", *args)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert inventory.added(before, inventory.snapshot(env)) == {}
 
@@ -43,11 +40,9 @@ def test_suite_passes_on_existing_clusters_and_leaves_nothing(selected_versions,
 def test_wrong_dispatcher_name_is_one_clear_line(selected_versions, tmp_path) -> None:
     provider = LocalProvider(selected_versions, workers=1, dispatcher_name="example.com/other")
     with running(provider) as env:
-        argv = [sys.executable, "-m", "harness.cli", "run", "--profile", "reference"]
-        argv += ["--provider", "existing", "--report-dir", str(tmp_path / "r")]
-        argv += ["--cluster", f"manager={env.manager.kubeconfig}"]
-        argv += ["--cluster", f"{env.workers[0].name}={env.workers[0].kubeconfig}"]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+        args = ["--provider", "existing", "--cluster", f"manager={env.manager.kubeconfig}"]
+        args += ["--cluster", f"{env.workers[0].name}={env.workers[0].kubeconfig}"]
+        proc = mkdc_run("reference", tmp_path / "r", *args, timeout=300)
         assert proc.returncode == 2
         lines = [line for line in proc.stderr.splitlines() if "error" in line]
         assert len(lines) == 1 and "example.com/other" in lines[0], proc.stderr

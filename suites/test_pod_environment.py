@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from harness.report import verify_report
+from suites.mkdc_cli import PROFILES, mkdc_run, report_of, results_of
 
-PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
 VENV_PYTHON = str(Path(sys.prefix) / "bin" / "python")
 READ_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
 
@@ -38,10 +38,8 @@ def secret_reader_profile(tmp_path: Path, rbac: dict | None) -> Path:
     return path
 
 
-def mkdc_run(profile: Path, report_dir: Path, checks: str) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", str(profile)]
-    argv += ["--checks", checks, "--report-dir", str(report_dir), "--workers", "3"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+def run_core_01(profile: Path, report_dir: Path) -> subprocess.CompletedProcess[str]:
+    return mkdc_run(profile, report_dir, "--checks", "CORE-01", "--workers", "3")
 
 
 def run_dir(stderr: str) -> Path:
@@ -55,13 +53,13 @@ def test_without_the_privilege_it_needs_it_cannot_start_and_the_report_says_why(
     selected_versions, tmp_path: Path
 ) -> None:
     report_dir = tmp_path / "report"
-    proc = mkdc_run(secret_reader_profile(tmp_path, None), report_dir, "CORE-01")
+    proc = run_core_01(secret_reader_profile(tmp_path, None), report_dir)
     assert proc.returncode == 2, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     log = report_dir / "artifacts" / "logs" / "dispatcher-0.log"
     assert "exited with code 3 at start" in last and str(log) in last, last
     assert "cannot list Secrets in kueue-system: 403" in log.read_text()
-    report = yaml.safe_load((report_dir / "report.yaml").read_text())
+    report = report_of(report_dir)
     assert report["summary"]["result"] == "error" and "exited with code 3" in report["error"]
     assert verify_report(report_dir / "report.yaml") == []
     assert not run_dir(proc.stderr).exists()  # nothing left behind (keys, kubeconfigs)
@@ -73,10 +71,10 @@ def test_with_declared_privileges_it_runs_as_in_a_pod_and_is_judged(
 ) -> None:
     report_dir = tmp_path / "report"
     profile = secret_reader_profile(tmp_path, {"namespaceRules": [READ_SECRETS]})
-    proc = mkdc_run(profile, report_dir, "CORE-01")
+    proc = run_core_01(profile, report_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    report = yaml.safe_load((report_dir / "report.yaml").read_text())
-    assert {c["id"]: c["result"] for c in report["checks"]}["CORE-01"] == "passed"
+    report = report_of(report_dir)
+    assert results_of(report)["CORE-01"] == "passed"
     assert report["privileges"] == ["get, list, watch secrets in kueue-system"]
     assert report["environment"]["dispatcherRun"] == "pod environment"
     assert verify_report(report_dir / "report.yaml") == []

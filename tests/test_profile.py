@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import toolchain
 from harness.errors import UserError
 from harness.profile import (
     DISPATCHER_ALL_AT_ONCE,
@@ -253,6 +254,8 @@ def test_defaults_when_optional_sections_absent(tmp_path: Path) -> None:
         ("spec.run.replicas", 1, "spec.claims.features[3]", "replicas >= 2"),
         ("spec.claims.stepSize", "all", "spec.claims.features[0]", "integer"),
         ("spec.run", DELETE, "spec.claims.features[3]", "replicas >= 2"),
+        ("spec.run.goBuild", "no-such-folder", "spec.run.goBuild", "with a go.mod"),
+        ("spec.run.command", ["{binary}"], "spec.run.command[0]", "needs spec.run.goBuild"),
     ],
 )
 def test_validation_error_names_the_field(
@@ -398,3 +401,30 @@ def test_a_virtualenv_interpreter_keeps_its_path(tmp_path: Path) -> None:
     relative = mutated("spec.run.command", ["venv/bin/python", "-m", "vendor"])
     profile = load_profile(write(tmp_path, relative))
     assert profile.render_command("/kc")[0] == str(venv_bin / "python")
+
+
+def test_go_build_fills_binary_with_the_cached_build_of_this_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MKDC_CACHE_DIR", str(tmp_path / "cache"))
+    module = tmp_path / "vendor-dispatcher"
+    module.mkdir()
+    (module / "go.mod").write_text("module example.com/vendor\n")
+    (module / "main.go").write_text("package main\n\nfunc main() {}\n")
+    doc = mutated("spec.run.command", ["{binary}", "--config={profile_dir}/settings.yaml"])
+    doc["spec"]["run"]["goBuild"] = "vendor-dispatcher"  # relative to the profile
+    profile = load_profile(write(tmp_path, doc))  # not built yet, and that is fine here
+    assert profile.run is not None and profile.run.go_build == module.resolve()
+    binary = toolchain.go_module_binary(module.resolve())
+    assert binary.parent.parent == tmp_path / "cache" / "bin" and binary.name == module.name
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    assert profile.render_command("/kc") == [
+        str(binary),
+        f"--config={tmp_path.resolve()}/settings.yaml",
+    ]
+    (module / "README.md").write_text("docs\n")
+    assert toolchain.go_module_binary(module.resolve()) == binary  # not a Go source
+    (module / "main.go").write_text("package main\n\nfunc main() { println() }\n")
+    assert toolchain.go_module_binary(module.resolve()) != binary  # an edit is a new build

@@ -1,0 +1,45 @@
+"""`mkdc run` as a user runs it, for the project's own e2e tests: a subprocess, its
+output kept, and the report it wrote read back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.report import verify_report
+
+PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
+
+
+def mkdc_run(
+    profile: str | Path, report_dir: Path, *args: str, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """`mkdc run --profile PROFILE --report-dir DIR ARGS...`, never raising on its exit code."""
+    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", str(profile)]
+    argv += ["--report-dir", str(report_dir), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def report_of(report_dir: Path) -> dict[str, Any]:
+    return yaml.safe_load((report_dir / "report.yaml").read_text())
+
+
+def results_of(report: dict[str, Any]) -> dict[str, str]:
+    """Check ID -> result."""
+    return {c["id"]: c["result"] for c in report["checks"]}
+
+
+def assert_conforms(
+    proc: subprocess.CompletedProcess[str], report_dir: Path, checks: str
+) -> dict[str, Any]:
+    """The run passed, each of `checks` (comma-separated) passed, and the report verifies."""
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = report_of(report_dir)
+    results = results_of(report)
+    assert {results[c] for c in checks.split(",")} == {"passed"}, results
+    assert verify_report(report_dir / "report.yaml") == []
+    return report

@@ -1,0 +1,39 @@
+"""The Go example dispatcher, judged as a vendor's would be: built from its Go module by
+the harness, run unmodified as in a Pod (in-cluster config, leader election in the Pod's
+namespace, settings from $DISPATCHER_CONFIG).
+
+Its discover-once variant, in the shared cluster scope, is the pattern the suite must
+explain rather than bury: it fails the check that changes the cluster set, and only that.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.report import verify_report
+from suites.mkdc_cli import assert_conforms, mkdc_run, report_of, results_of
+
+CORE_SUBSET = "CORE-01,CORE-03,CORE-04,CORE-07,CORE-08"
+
+
+@pytest.mark.e2e
+def test_the_go_example_conforms_on_the_core_subset(selected_versions, tmp_path) -> None:
+    report_dir = tmp_path / "report"
+    proc = mkdc_run("example-go", report_dir, "--checks", CORE_SUBSET, "--workers", "3")
+    assert_conforms(proc, report_dir, CORE_SUBSET)
+    assert "example-go: built into" in proc.stderr or "example-go: cached in" in proc.stderr
+
+
+@pytest.mark.e2e
+def test_discovering_clusters_once_fails_only_the_config_change_and_says_why(
+    selected_versions, tmp_path
+) -> None:
+    report_dir = tmp_path / "report"
+    proc = mkdc_run("example-go-discover-once", report_dir, "--checks", "CORE-04,CORE-07")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    report = report_of(report_dir)
+    results = results_of(report)
+    assert (results["CORE-04"], results["CORE-07"]) == ("passed", "failed"), results
+    [finding] = [f for f in report["findings"] if f["id"] == "ignored-new-clusters"]
+    assert finding["checks"] == ["CORE-07"], finding
+    assert verify_report(report_dir / "report.yaml") == []
