@@ -235,7 +235,6 @@ def _record(
         result = "passed" if verdict.passed else ("skipped" if verdict.inconclusive else "failed")
     if result == "failed":
         sc.failed[check_id] = why or verdict.message
-    shape = sc.shape
     _write(
         _session(),
         {
@@ -259,14 +258,8 @@ def _record(
                 Timeline(e for e in tl if e.workload not in sc.foreign),
                 set(sc.ctx.dispatcher_users),
             ),
-            "timeouts": {**b.slacks(), "roundTimeout": b.round_timeout},
-            "shape": {
-                "resource": shape.resource,
-                "flavor": shape.flavor,
-                "workerClusterQueue": shape.worker_cluster_queue or "per scenario",
-                "workerKubeconfigSecret": shape.secret_pattern,
-                "priorityClasses": list(shape.priority_classes),
-            },
+            "timeouts": b.report_timeouts(),
+            "shape": sc.shape.to_report(),
         },
     )
 
