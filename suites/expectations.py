@@ -79,6 +79,15 @@ def nominated_within(sc: Scenario, seconds: float) -> str:
     return reached[-1] if reached else b.ordered()[-1]
 
 
+def last_nominated_worker(tl: Timeline, members: Mapping[str, str]) -> str | None:
+    """The worker behind the last of the scenario's clusters (`members`: MultiKueueCluster
+    -> worker) nominated on `tl`, one workload's timeline; None while none was. A scenario
+    that acts on that worker waits for it (`wait_until`), so a dispatcher that nominated
+    nothing ends it with a timed-out wait that says so, not with an IndexError."""
+    names = [name for names in tl.where_nominated() for name in names if name in members]
+    return members[names[-1]] if names else None
+
+
 def round_timeout(sc: Scenario, default: float = 5.0) -> float:
     """The claimed round timeout (a short default for dispatchers that never escalate)."""
     claimed = bounds(sc).round_timeout
