@@ -1300,10 +1300,6 @@ class Check:
     evaluate: Callable[[Timeline, Bounds], Verdict]
     scope: Scope = "workload"
 
-    @property
-    def title(self) -> str:
-        return f"{self.id} {self.name}"
-
     def supported_by(self, features: Iterable[str]) -> bool:
         """Core checks always apply; extended ones when the profile claims the feature."""
         return self.feature is None or self.feature in set(features)
