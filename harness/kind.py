@@ -38,7 +38,6 @@ KWOK_URL = "https://github.com/kubernetes-sigs/kwok/releases/download/v{version}
 NS = kueue_install.NAMESPACE
 KUEUE_DEPLOYMENT = "kueue-controller-manager"
 KWOK_DEPLOYMENT = "kwok-controller"
-KUEUE_CONFIG_MAP = "kueue-manager-config"
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 HASH_ANNOTATION = "mkdc.x-k8s.io/config-hash"

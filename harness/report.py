@@ -544,6 +544,9 @@ def verify_report_data(doc: Any) -> list[str]:
     for cid in core_ids(cat):
         if cid not in seen:
             add(f"checks: core check {cid} missing")
+    judged = [c for c in valid if c.result in (PASSED, FAILED, UNDECIDED)]
+    if judged and doc.get("timeouts") == {}:
+        add(f"timeouts: empty, but {len(judged)} check(s) were judged with slacks and timeouts")
 
     summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
     expected = summarize(valid, cat)

@@ -352,8 +352,7 @@ def build_report(
             )
         )
     cards = {_test_name(r["scenario"]): r["scorecard"] for r in records if r.get("scorecard")}
-    first = next(iter(records), {})
-    environment = _environment(profile, env, first.get("shape", {}), wall)
+    environment = _environment(profile, env, scenario.Shape.of(profile).to_report(), wall)
     card = merge_scorecards(cards.values()) if cards else {}
     card.pop("samples", None)
     card["perScenario"] = {
@@ -363,11 +362,24 @@ def build_report(
         profile,
         results,
         environment=environment,
-        timeouts=first.get("timeouts", {}),
+        timeouts=_timeouts(profile, opts),
         scorecard=card,
         privileges=privileges(profile),
         findings=detect(records, profile.claims.to_dict()),
     )
+
+
+def _timeouts(profile: Profile, opts: Options) -> dict[str, Any]:
+    """The report's `timeouts`: the slacks and round timeout every scenario's bounds use
+    (from the claims and --slack, the same for every scenario, so also known when the
+    checks that ran first were not supported). {} when they are invalid: then no
+    scenario could judge anything either."""
+    from suites.checks import Bounds
+
+    try:
+        return Bounds.derive(profile.claims.to_dict(), (), opts.slacks).report_timeouts()
+    except ValueError:
+        return {}
 
 
 def _environment(

@@ -63,6 +63,16 @@ class Shape:
             priority_classes=classes if len(classes) >= 2 else cls.priority_classes,
         )
 
+    def to_report(self) -> dict[str, Any]:
+        """The report's `environment.shape`."""
+        return {
+            "resource": self.resource,
+            "flavor": self.flavor,
+            "workerClusterQueue": self.worker_cluster_queue or "per scenario",
+            "workerKubeconfigSecret": self.secret_pattern,
+            "priorityClasses": list(self.priority_classes),
+        }
+
     def quota(self, units: int) -> dict[str, str]:
         """Room for `units` standard workloads (1 unit of the resource, 1Gi each)."""
         quota = {self.resource: str(units), "memory": f"{max(units, 0)}Gi"}

@@ -308,11 +308,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if all(o.ok for o in outcomes) else 1
 
 
-def expected_table() -> dict[str, tuple[str, ...]]:
-    """fault -> the check IDs it must fail (the data the profiles' annotations repeat)."""
-    return {fault: e.kills for fault, e in EXPECTED.items()}
-
-
 def faulty_profile(fault: str) -> str:
     """The profile text of ``faulty-<fault>``: the reference's (reference-ha's for a fault
     that needs two replicas) with the faulty module, its name and its must-fail checks.

@@ -190,6 +190,10 @@ class Bounds:
         """The slacks in use, for the report's `timeouts` section."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name in DEFAULT_SLACKS}
 
+    def report_timeouts(self) -> dict[str, float | None]:
+        """The report's `timeouts` section: the slacks and the claimed round timeout."""
+        return {**self.slacks(), "roundTimeout": self.round_timeout}
+
     def ordered(self, clusters: Iterable[str] | None = None) -> list[str]:
         """Clusters in the order the claims say they are tried ("none": as configured)."""
         names = list(self.clusters if clusters is None else clusters)
@@ -1301,10 +1305,6 @@ class Check:
     scenario: str
     evaluate: Callable[[Timeline, Bounds], Verdict]
     scope: Scope = "workload"
-
-    @property
-    def title(self) -> str:
-        return f"{self.id} {self.name}"
 
     def supported_by(self, features: Iterable[str]) -> bool:
         """Core checks always apply; extended ones when the profile claims the feature."""

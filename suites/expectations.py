@@ -79,6 +79,15 @@ def nominated_within(sc: Scenario, seconds: float) -> str:
     return reached[-1] if reached else b.ordered()[-1]
 
 
+def last_nominated_worker(tl: Timeline, members: Mapping[str, str]) -> str | None:
+    """The worker behind the last of the scenario's clusters (`members`: MultiKueueCluster
+    -> worker) nominated on `tl`, one workload's timeline; None while none was. A scenario
+    that acts on that worker waits for it (`wait_until`), so a dispatcher that nominated
+    nothing ends it with a timed-out wait that says so, not with an IndexError."""
+    names = [name for names in tl.where_nominated() for name in names if name in members]
+    return members[names[-1]] if names else None
+
+
 def round_timeout(sc: Scenario, default: float = 5.0) -> float:
     """The claimed round timeout (a short default for dispatchers that never escalate)."""
     claimed = bounds(sc).round_timeout
@@ -235,7 +244,6 @@ def _record(
         result = "passed" if verdict.passed else ("skipped" if verdict.inconclusive else "failed")
     if result == "failed":
         sc.failed[check_id] = why or verdict.message
-    shape = sc.shape
     _write(
         _session(),
         {
@@ -259,14 +267,8 @@ def _record(
                 Timeline(e for e in tl if e.workload not in sc.foreign),
                 set(sc.ctx.dispatcher_users),
             ),
-            "timeouts": {**b.slacks(), "roundTimeout": b.round_timeout},
-            "shape": {
-                "resource": shape.resource,
-                "flavor": shape.flavor,
-                "workerClusterQueue": shape.worker_cluster_queue or "per scenario",
-                "workerKubeconfigSecret": shape.secret_pattern,
-                "priorityClasses": list(shape.priority_classes),
-            },
+            "timeouts": b.report_timeouts(),
+            "shape": sc.shape.to_report(),
         },
     )
 

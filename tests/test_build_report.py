@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.profile import load_profile
 from harness.run import Options, build_report
+from suites.checks import Bounds
 from tests.timelines import Story
 
 ENV = SimpleNamespace(
@@ -21,7 +22,9 @@ ENV = SimpleNamespace(
 )
 
 
-def write(results: Path, n: int, check: str, scenario: str, result: str, story: Story) -> None:
+def write(
+    results: Path, n: int, check: str, scenario: str, result: str, story: Story, **extra: Any
+) -> None:
     record: dict[str, Any] = {
         "check": check,
         "scenario": scenario,
@@ -32,6 +35,7 @@ def write(results: Path, n: int, check: str, scenario: str, result: str, story: 
         "observedUntil": 50.0,
         "config": [f"{scenario}-w2", f"{scenario}-w3"],
         "dispatcherUsers": ["me"],
+        **extra,
     }
     (results / f"{n}.json").write_text(json.dumps(record))
 
@@ -51,3 +55,45 @@ def test_undecided_folds_between_failed_and_passed_and_findings_come_along(
     assert [f.id for f in report.findings] == ["nominated-outside-config"]
     assert report.findings[0].checks == ("CORE-01", "CORE-03")
     assert report.summary()["undecided"] == 1
+
+
+def test_timeouts_and_shape_do_not_depend_on_which_record_sorts_first(tmp_path: Path) -> None:
+    """Not-supported records carry no timeouts or shape, and their files sort first (in a
+    run "collection-..." before the scenarios' "test_..."); the report still has the run's."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "1.json").write_text(
+        json.dumps(
+            {
+                "check": "EXT-05",
+                "scenario": "collection",
+                "result": "not-supported",
+                "message": "the profile does not claim escalation",
+            }
+        )
+    )
+    profile = load_profile("all-at-once")
+    opts = Options("all-at-once", slacks={"placement_slack": "90s"})
+    timeouts = {**Bounds.derive({}, (), opts.slacks).slacks(), "roundTimeout": None}
+    shape = {
+        "resource": "cpu",
+        "flavor": "default-flavor",
+        "workerClusterQueue": "per scenario",
+        "workerKubeconfigSecret": "{cluster}-kubeconfig",
+        "priorityClasses": ["mkdc-low", "mkdc-high"],
+    }
+    story = Story("b/wl").created(0)
+    write(results, 2, "CORE-07", "b", "passed", story, timeouts=timeouts, shape=shape)
+    report = build_report(profile, ENV, tmp_path, opts, 1.0)
+    assert report.timeouts == timeouts
+    assert report.timeouts["placement_slack"] == 90.0 and report.timeouts["burst_slack"] == 60.0
+    assert report.environment["shape"] == shape
+
+
+def test_invalid_slacks_leave_the_timeouts_empty_instead_of_losing_the_report(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "results").mkdir()
+    opts = Options("reference", slacks={"no_such_slack": "1s"})
+    report = build_report(load_profile("reference"), ENV, tmp_path, opts, 1.0)
+    assert report.timeouts == {}

@@ -51,7 +51,13 @@ class FakeResource:
 
     def delete(self, name: str, namespace: str | None = None, **_: Any) -> None:
         self.dyn.deleted.append((self.kind, namespace, name))
-        if (self.kind, name) in self.dyn.fail_delete:
+        if (self.kind, name) in self.dyn.vanish_on_delete:
+            # someone else deleted it between our list and our delete
+            self.dyn.objects = [
+                o
+                for o in self.dyn.objects
+                if o not in self._mine() or o["metadata"]["name"] != name
+            ]
             raise ApiException(status=404, reason="Not Found")
         for o in self._mine():
             meta = o["metadata"]
@@ -95,7 +101,7 @@ class FakeDyn:
         self.calls: list[tuple[Any, ...]] = []
         self.deleted: list[tuple[str, str | None, str]] = []
         self.writes: list[tuple[str, str]] = []
-        self.fail_delete: set[tuple[str, str]] = set()
+        self.vanish_on_delete: set[tuple[str, str]] = set()  # (kind, name): gone, then 404
         self.lists = 0
         self.resources = self
 
@@ -228,10 +234,13 @@ def test_purge_deletes_exactly_the_runs_objects_on_every_cluster(tmp_path):
 
 
 def test_purge_tolerates_objects_that_vanish_meanwhile(tmp_path):
-    dyn = FakeDyn([obj(API, "ResourceFlavor", "rf", run=RUN)])
-    dyn.fail_delete.add(("ResourceFlavor", "rf"))
-    dyn.objects.clear()  # deleted by someone else between list and delete
+    dyn = FakeDyn(
+        [obj(API, "ResourceFlavor", "rf", run=RUN), obj(API, "ClusterQueue", "cq", run=RUN)]
+    )
+    dyn.vanish_on_delete.add(("ResourceFlavor", "rf"))  # listed, then deleted by someone else
     inventory.purge(env_with(tmp_path, {"manager": dyn, "w": FakeDyn()}), RUN, timeout=5)
+    assert dyn.deleted == [("ClusterQueue", None, "cq"), ("ResourceFlavor", None, "rf")]
+    assert dyn.objects == []
 
 
 def test_purge_waits_for_terminating_namespaces(tmp_path):

@@ -150,6 +150,7 @@ def test_profile_fills_identity_and_claims(tmp_path: Path) -> None:
         load_profile("incremental"),
         all_core_passed(),
         environment=ENVIRONMENT,
+        timeouts={"placement_slack": 60.0, "roundTimeout": 300.0},
         scorecard=SCORECARD,
     )
     doc = yaml.safe_load(report.write_yaml(tmp_path / "r.yaml").read_text())
@@ -419,4 +420,15 @@ def test_verify_accepts_a_report_from_before_undecided(tmp_path: Path) -> None:
     doc = yaml.safe_load(path.read_text())
     del doc["summary"]["undecided"], doc["findings"]
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert verify_report(path) == []
+
+
+def test_verify_wants_the_timeouts_when_a_check_was_judged(tmp_path: Path) -> None:
+    problems = _verify_edited(tmp_path, lambda doc: doc.update(timeouts={}))
+    assert any(p.startswith("timeouts: empty") for p in problems), problems
+    cat = catalogue()
+    nothing_judged = [
+        CheckResult(cid, cat[cid][0], "skipped", "filtered out") for cid in core_ids()
+    ] + [CheckResult("EXT-05", cat["EXT-05"][0], "not-supported")]
+    path = make_report(nothing_judged, timeouts={}).write_yaml(tmp_path / "r.yaml")
     assert verify_report(path) == []

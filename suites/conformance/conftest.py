@@ -33,22 +33,6 @@ def _session() -> dict:
     return json.loads(Path(os.environ["MKDC_SESSION"]).read_text())
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "checks(*ids): the catalogue checks this scenario decides")
-    config.addinivalue_line("markers", "slow: runs only in the full run (mkdc run --full)")
-    config.addinivalue_line(
-        "markers", "needs(capability): a provider capability the scenario needs"
-    )
-    config.addinivalue_line(
-        "markers", "exclusive: loads the shared Kueue on purpose, so runs with no other scenario"
-    )
-    config.addinivalue_line(
-        "markers",
-        "own_clusters: changes the cluster set, so builds its own MultiKueueClusters even when "
-        "the profile's clusterScope is shared",
-    )
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     session = _session()
     profile = load_profile(session["profile"])

@@ -10,7 +10,13 @@ from __future__ import annotations
 import pytest
 
 from harness.autoscaler import PROVISION, Behaviour
-from suites.expectations import conforms, placement_timeout, round_timeout, skip_if_slow
+from suites.expectations import (
+    conforms,
+    last_nominated_worker,
+    placement_timeout,
+    round_timeout,
+    skip_if_slow,
+)
 
 
 @pytest.mark.scorecard
@@ -48,8 +54,13 @@ def test_no_simultaneous_autoscaling(scenario):
     autoscaler = scenario.autoscale({})
     workload = scenario.submit("job")
     scenario.observe(two_rounds)
-    nominated = [n for e in scenario.timeline().of(workload).where_nominated() for n in e]
-    autoscaler.set(scenario.members[nominated[-1]], Behaviour(PROVISION, after=0.5))
+    tl = scenario.wait_until(
+        "a nomination of one of its clusters",
+        lambda tl: last_nominated_worker(tl.of(workload), scenario.members) is not None,
+        timeout=30,
+    )
+    worker = last_nominated_worker(tl.of(workload), scenario.members)
+    autoscaler.set(worker, Behaviour(PROVISION, after=0.5))
     scenario.wait_placed(workload, timeout=placement_timeout(scenario))
     conforms(scenario)
 

@@ -1,0 +1,32 @@
+"""pyproject.toml: package data that exists, pytest markers declared once."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_every_package_data_pattern_matches_files() -> None:
+    data = PYPROJECT["tool"]["setuptools"]["package-data"]
+    empty = [
+        f"{package}: {pattern}"
+        for package, patterns in data.items()
+        for pattern in patterns
+        if not any((ROOT / package).glob(pattern))
+    ]
+    assert not empty, f"package-data patterns that match nothing: {empty}"
+
+
+def test_every_marker_is_declared_once() -> None:
+    names = [
+        m.split(":")[0].split("(")[0] for m in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]
+    ]
+    declared = re.compile(r'addinivalue_line\(\s*"markers",\s*"(\w+)')
+    for conftest in sorted(ROOT.glob("**/conftest.py")):
+        if ".venv" not in conftest.parts:
+            names += declared.findall(conftest.read_text())
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
