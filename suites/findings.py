@@ -205,10 +205,13 @@ def ignored_new_clusters(run: Run) -> Finding | None:
     served = [v for v in run.views if v.timeline.where_nominated()]
     if not served:
         return None  # nothing nominated anywhere: never_nominated says so
+    made_later = _discovered_once(run)
     silent = [
         v
         for v in run.views
-        if not v.timeline.where_nominated() and _waited(v) and _active_after(run, v)
+        if not v.timeline.where_nominated()
+        and _waited(v)
+        and (v in made_later or _active_after(run, v))
     ]
     if not silent:
         return None
@@ -218,7 +221,7 @@ def ignored_new_clusters(run: Run) -> Finding | None:
         f" were never nominated, while the dispatcher nominated in {len(served)} other "
         "scenario(s). "
     )
-    if all(v.shared_clusters for v in served) and not any(v.shared_clusters for v in silent):
+    if silent == made_later:
         detail += (
             "It served every scenario on the environment's clusters, made before it started, "
             "and none whose MultiKueueClusters and MultiKueueConfig were made after: it "
@@ -232,6 +235,22 @@ def ignored_new_clusters(run: Run) -> Finding | None:
     )
     title = "Never nominated clusters created after it started"
     return run.finding("ignored-new-clusters", title, detail, silent, ["CORE-07"])
+
+
+def _discovered_once(run: Run) -> list[View]:
+    """The scenarios on clusters made after the dispatcher started that it never nominated
+    in, when it nominated in scenarios on the environment's clusters (made before it
+    started) and only there: the pattern of a dispatcher that reads clusters once. The
+    pattern needs no sign of life from it: a controller whose watches are open sends no
+    request while it has nothing to do."""
+    served = [v for v in run.views if v.timeline.where_nominated()]
+    if not served or not all(v.shared_clusters for v in served):
+        return []
+    return [
+        v
+        for v in run.views
+        if not v.shared_clusters and not v.timeline.where_nominated() and _waited(v)
+    ]
 
 
 def _active_after(run: Run, v: View) -> bool:
@@ -349,7 +368,10 @@ def stopped_reconciling(run: Run) -> Finding | None:
         return None
     last = max(activity)
     needed: list[tuple[View, int, float]] = []
+    explained = _discovered_once(run)  # silent there because it never saw those clusters
     for v in run.views:
+        if v in explained:
+            continue
         b = run.bounds(v)
         quiet = max(QUIET_AFTER, 2 * (b.round_timeout or 0.0)) + b.escalation_slack
         end = run.at(v, v.observed_until)

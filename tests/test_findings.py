@@ -106,6 +106,11 @@ def test_clusters_made_after_start_never_nominated_by_a_dispatcher_that_reads_th
     assert finding.id == "ignored-new-clusters"
     assert finding.scenarios == ("late",) and finding.checks == ("CORE-07",)
     assert "discovers clusters and configs only at start" in finding.detail
+    # a controller with open watches makes no request while idle: the pattern still holds,
+    # and its silence is not taken for a dispatcher that stopped
+    idle = Story("late/wl").created(0)
+    records[-1] = record(idle, "late", check="CORE-07", result="failed", origin=1100.0, until=99)
+    assert ids(records) == ["ignored-new-clusters"]
     # every scenario has its own clusters: the same silence, without the diagnosis
     own = [record(conforming("a/wl"), "a"), record(pending, "late", result="failed")]
     (finding,) = detect(own, CLAIMS)
