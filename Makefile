@@ -38,7 +38,7 @@ unit: setup
 test: bins lint
 	cd $(GO_EXAMPLE) && go test ./...
 	$(BIN)/pytest tests suites -m "not slow" -q -rfE
-	$(BIN)/python -m harness.selftest --quick
+	$(BIN)/python -m suites.selftest --quick
 
 e2e: bins
 	$(MKDC) run --profile $(PROFILE) --provider $(PROVIDER) --report-dir $(REPORT_DIR)
@@ -54,7 +54,7 @@ compare: bins
 
 # Every faulty dispatcher must be rejected with the expected check IDs.
 selftest: bins
-	$(BIN)/python -m harness.selftest
+	$(BIN)/python -m suites.selftest
 
 clean:
 	-$(MKDC) down

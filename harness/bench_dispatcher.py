@@ -25,8 +25,8 @@ from harness.local import LocalProvider
 from harness.profile import load_profile
 from harness.recorder import Recorder
 from harness.run import _start_dispatcher
+from harness.stats import p50_p99, rounded
 from harness.timeline import Kind
-from suites.checks import percentile
 
 
 def main() -> None:
@@ -101,11 +101,7 @@ def main() -> None:
 
 
 def _spread(values: list[float]) -> dict[str, float | None]:
-    return {
-        "p50": _round(percentile(values, 50)),
-        "p99": _round(percentile(values, 99)),
-        "max": _round(max(values) if values else None),
-    }
+    return {**p50_p99(values), "max": rounded(max(values) if values else None)}
 
 
 def _counts(manager: Cluster) -> dict[str, int]:
@@ -118,10 +114,6 @@ def _counts(manager: Cluster) -> dict[str, int]:
             bool((i.get("status") or {}).get("nominatedClusterNames")) for i in items
         ),
     }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
 
 
 if __name__ == "__main__":

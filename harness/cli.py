@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness import toolchain, versions
 from harness.errors import UserError
+from harness.suite import load as load_suite
 
 CURRENT = "current-environment"
 
@@ -156,9 +157,7 @@ def cmd_report_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_checks(_args: argparse.Namespace) -> int:
-    from suites.checks import CATALOGUE
-
-    for check in CATALOGUE.values():
+    for check in load_suite().catalogue.values():
         print(f"{check.id:7} {check.name:28} {check.feature or 'core':22} {check.summary}")
     return 0
 

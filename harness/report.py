@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from harness import __version__
+from harness.suite import load as load_suite
 from harness.timeline import MANAGER, Event, Kind, Timeline
 
 if TYPE_CHECKING:
@@ -69,39 +70,10 @@ SCORECARD_ORDER = (
     "nominationWritesPerPlacement",
 )
 
-# Used when suites.checks cannot be imported (e.g. verifying a report on a gate machine).
-_FALLBACK_CATALOGUE: dict[str, tuple[str, str | None]] = {
-    "CORE-01": ("NominatesConfiguredOnly", None),
-    "CORE-02": ("NominationListValid", None),
-    "CORE-03": ("NoNominationAfterPlacement", None),
-    "CORE-04": ("EventualPlacement", None),
-    "CORE-05": ("SingleExecution", None),
-    "CORE-06": ("RedispatchAfterEviction", None),
-    "CORE-07": ("ConfigChangeHonoured", None),
-    "CORE-08": ("ForeignWorkloadsUntouched", None),
-    "CORE-09": ("BurstLiveness", None),
-    "EXT-01": ("BoundedFanOut", "BoundedFanOut"),
-    "EXT-02": ("NoSimultaneousAutoscaling", "BoundedFanOut"),
-    "EXT-03": ("BoundedDuplicateAdmission", "BoundedFanOut"),
-    "EXT-04": ("BoundedPreemption", "BoundedFanOut"),
-    "EXT-05": ("TimeoutEscalation", "Escalation"),
-    "EXT-06": ("NoPrematureEscalation", "Escalation"),
-    "EXT-07": ("OrderedDispatch", "Ordering"),
-    "EXT-08": ("PerClusterTimeout", "PerClusterTimeout"),
-    "EXT-09": ("ProvisioningFailover", "ProvisioningFailover"),
-    "EXT-10": ("SkipsInactiveClusters", "InactiveAware"),
-    "EXT-11": ("RestartResilience", "RestartSafe"),
-    "EXT-12": ("LeaderFailover", "HighAvailability"),
-}
-
 
 def catalogue() -> dict[str, tuple[str, str | None]]:
-    """Check id -> (name, feature or None for core), from suites.checks when available."""
-    try:
-        from suites.checks import CATALOGUE  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return dict(_FALLBACK_CATALOGUE)
-    return {cid: (check.name, check.feature) for cid, check in CATALOGUE.items()}
+    """Check id -> (name, feature or None for core), from the installed suite."""
+    return {cid: (c.name, c.feature) for cid, c in load_suite().catalogue.items()}
 
 
 def core_ids(cat: Mapping[str, tuple[str, str | None]] | None = None) -> list[str]:

@@ -28,13 +28,17 @@ from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
 from harness.procs import Supervisor
 from harness.profile import SHARED, Profile, load_profile
-from harness.report import CheckResult, Report
+from harness.report import UNDECIDED, CheckResult, Report
+from harness.suite import load as load_suite
 from harness.timeline import Timeline
 
 SESSION_FILE = "session.json"
-SUITE_DIR = Path(__file__).resolve().parent.parent / "suites" / "conformance"
 DEFAULT_WORKERS = 4
 # the worst result of a check over its scenarios is its result
+NO_RECORD = (
+    "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
+    "marked with @pytest.mark.checks for it, or that scenario was not collected)"
+)
 RESULT_ORDER = {"failed": 0, "undecided": 1, "passed": 2, "skipped": 3, "not-supported": 4}
 
 
@@ -112,7 +116,7 @@ def run(opts: Options) -> int:
     """The whole session; returns the exit status (0 passed, 1 failed)."""
     profile = load_profile(opts.profile)
     v = versions.select(opts.kueue_version, opts.kubernetes_version)
-    unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in _catalogue()]
+    unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in load_suite().catalogue]
     if unknown:
         raise UserError(f"unknown check id(s) {', '.join(unknown)} (see `mkdc checks`)")
     if profile.run is not None and profile.run.go_build is not None:
@@ -192,12 +196,6 @@ def run(opts: Options) -> int:
         log(f"finding: {finding.title}")
     log(f"report: {report_dir}/report.html")
     return 1 if summary["failed"] or summary["undecided"] else 0
-
-
-def _catalogue() -> dict[str, Any]:
-    from suites.checks import CATALOGUE
-
-    return CATALOGUE
 
 
 def _start_dispatcher(
@@ -301,7 +299,8 @@ def _require_api_version(env: Environment, version: str | None) -> None:
 
 def _pytest(session_file: Path, parallel: int) -> int:
     """Scenarios in parallel, then those that kill the dispatcher, alone."""
-    base = [sys.executable, "-m", "pytest", str(SUITE_DIR), "-q", "-rfE", "-p", "no:cacheprovider"]
+    scenarios = str(load_suite().scenarios)
+    base = [sys.executable, "-m", "pytest", scenarios, "-q", "-rfE", "-p", "no:cacheprovider"]
     env = {**os.environ, "MKDC_SESSION": str(session_file)}
     shared = [*base, "-m", "not exclusive"]
     if parallel > 1:
@@ -324,19 +323,19 @@ def build_report(
     profile: Profile, env: Environment, report_dir: Path, opts: Options, wall: float
 ) -> Report:
     """Fold the per-scenario result files into one result per check, and explain what
-    went wrong across them (findings)."""
-    from suites.checks import CATALOGUE
-    from suites.findings import detect
-    from suites.scorecard import merge_scorecards
-
+    went wrong across them (findings). A check this run should have decided and for which
+    no scenario recorded anything (its scenario marker lost, say) is undecided, not absent."""
+    suite = load_suite()
     records = [json.loads(p.read_text()) for p in sorted((report_dir / "results").glob("*.json"))]
     by_check: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_check.setdefault(record["check"], []).append(record)
     results = []
-    for check_id, check in CATALOGUE.items():
+    for check_id, check in suite.catalogue.items():
         recs = sorted(by_check.get(check_id, []), key=lambda r: RESULT_ORDER[r["result"]])
         if not recs:
+            if _due(check_id, check.feature, profile, opts):
+                results.append(CheckResult(check_id, check.name, UNDECIDED, NO_RECORD))
             continue
         worst = recs[0]
         message = worst.get("message", "") if worst["result"] != "passed" else ""
@@ -353,7 +352,7 @@ def build_report(
         )
     cards = {_test_name(r["scenario"]): r["scorecard"] for r in records if r.get("scorecard")}
     environment = _environment(profile, env, scenario.Shape.of(profile).to_report(), wall)
-    card = merge_scorecards(cards.values()) if cards else {}
+    card = suite.merge_scorecards(cards.values()) if cards else {}
     card.pop("samples", None)
     card["perScenario"] = {
         name: {k: v for k, v in c.items() if k != "samples"} for name, c in sorted(cards.items())
@@ -365,8 +364,14 @@ def build_report(
         timeouts=_timeouts(profile, opts),
         scorecard=card,
         privileges=privileges(profile),
-        findings=detect(records, profile.claims.to_dict()),
+        findings=suite.findings(records, profile.claims.to_dict()),
     )
+
+
+def _due(check_id: str, feature: str | None, profile: Profile, opts: Options) -> bool:
+    """Whether this run was to decide the check: selected, and core or claimed."""
+    selected = (not opts.checks or check_id in opts.checks) and check_id not in opts.skip_checks
+    return selected and (feature is None or profile.claims.claims(feature))
 
 
 def _timeouts(profile: Profile, opts: Options) -> dict[str, Any]:
@@ -374,10 +379,8 @@ def _timeouts(profile: Profile, opts: Options) -> dict[str, Any]:
     (from the claims and --slack, the same for every scenario, so also known when the
     checks that ran first were not supported). {} when they are invalid: then no
     scenario could judge anything either."""
-    from suites.checks import Bounds
-
     try:
-        return Bounds.derive(profile.claims.to_dict(), (), opts.slacks).report_timeouts()
+        return load_suite().timeouts(profile.claims.to_dict(), opts.slacks)
     except ValueError:
         return {}
 

@@ -49,7 +49,8 @@ def test_undecided_folds_between_failed_and_passed_and_findings_come_along(
     write(results, 1, "CORE-01", "a", "failed", blind)
     write(results, 2, "CORE-03", "a", "undecided", blind)
     write(results, 3, "CORE-03", "b", "passed", Story("b/wl").created(0))
-    report = build_report(load_profile("reference"), ENV, tmp_path, Options("reference"), 1.0)
+    run = Options("reference", checks=("CORE-01", "CORE-03"))
+    report = build_report(load_profile("reference"), ENV, tmp_path, run, 1.0)
     results_by_id = {c.id: c.result for c in report.checks}
     assert results_by_id == {"CORE-01": "failed", "CORE-03": "undecided"}
     assert [f.id for f in report.findings] == ["nominated-outside-config"]
@@ -97,3 +98,20 @@ def test_invalid_slacks_leave_the_timeouts_empty_instead_of_losing_the_report(
     opts = Options("reference", slacks={"no_such_slack": "1s"})
     report = build_report(load_profile("reference"), ENV, tmp_path, opts, 1.0)
     assert report.timeouts == {}
+
+
+def test_a_check_no_scenario_recorded_is_undecided_not_absent(tmp_path: Path) -> None:
+    """A scenario whose marker was lost records nothing: the report must not drop the
+    check silently, whether core or extended, while unclaimed and filtered ones stay out."""
+    results = tmp_path / "results"
+    results.mkdir()
+    write(results, 1, "CORE-01", "a", "passed", Story("a/wl").created(0))
+    run = Options("reference", checks=("CORE-01", "CORE-04", "EXT-05", "EXT-12"))
+    report = build_report(load_profile("reference"), ENV, tmp_path, run, 1.0)
+    by_id = {c.id: c for c in report.checks}
+    assert {i: c.result for i, c in by_id.items()} == {
+        "CORE-01": "passed",
+        "CORE-04": "undecided",
+        "EXT-05": "undecided",  # claimed (Escalation): it should have been decided
+    }  # EXT-12: HighAvailability not claimed by this profile; the rest filtered out
+    assert "no scenario of this run recorded a result" in by_id["EXT-05"].message

@@ -8,9 +8,10 @@ import pytest
 import yaml
 
 from dispatchers.faulty.faults import FAULTS
-from harness import selftest
 from harness.profile import load_profile
-from harness.selftest import (
+from suites import selftest
+from suites.checks import CATALOGUE
+from suites.selftest import (
     EXPECTED,
     NOT_DISPATCHER_VIOLABLE,
     QUICK,
@@ -22,7 +23,6 @@ from harness.selftest import (
     render_matrix,
     run_one,
 )
-from suites.checks import CATALOGUE
 
 NAMES = {cid: c.name for cid, c in CATALOGUE.items()}
 PROFILES = Path(selftest.ROOT) / "dispatchers" / "profiles"
@@ -43,7 +43,7 @@ def test_every_fault_has_an_expectation_and_a_profile() -> None:
         path = PROFILES / f"faulty-{fault}.yaml"
         text = path.read_text()
         assert text == selftest.faulty_profile(fault), (
-            f"{path.name} is stale: run python -m harness.selftest --write-profiles"
+            f"{path.name} is stale: run python -m suites.selftest --write-profiles"
         )
         profile = load_profile(path)
         assert profile.name == f"faulty-{fault}"
@@ -146,7 +146,7 @@ def test_run_one_runs_mkdc_with_the_checks_and_judges_the_report(tmp_path: Path)
 
 
 def test_matrix_cell_shows_undecided_apart() -> None:
-    from harness.selftest import cell
+    from suites.selftest import cell
 
     assert [cell(r) for r in ("failed", "undecided", "passed", "skipped")] == [
         "killed",
