@@ -1,0 +1,99 @@
+"""The catalogue: each check is declared by `@check(...)` on its evaluator, so its ID, name
+and summary sit on the function that decides it; `run_check` applies a check's scope."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.timeline import Timeline
+from suites.checks.verdict import Bounds, Verdict
+
+Scope = Literal["workload", "scenario"]
+Evaluate = Callable[[Timeline, Bounds], Verdict]
+PREFIXES = ("CORE", "EXT")  # catalogue order: core checks, then extended ones
+
+
+@dataclass(frozen=True)
+class Check:
+    """One catalogue entry: stable id and name, required feature, and its evaluation."""
+
+    id: str
+    name: str
+    feature: str | None  # None: core, every dispatcher must pass it
+    summary: str
+    evaluate: Evaluate
+    scope: Scope = "workload"
+
+    def supported_by(self, features: Iterable[str]) -> bool:
+        """Core checks always apply; extended ones when the profile claims the feature."""
+        return self.feature is None or self.feature in set(features)
+
+
+# id -> Check in catalogue order (CORE-01.., then EXT-01..), whatever the import order.
+# Complete once suites.checks has imported every area module.
+CATALOGUE: dict[str, Check] = {}
+
+
+def catalogue_order(check_id: str) -> tuple[int, int]:
+    """Sort key of a check ID: its prefix's place in PREFIXES, then its number."""
+    prefix, _, number = check_id.partition("-")
+    if prefix not in PREFIXES or not number.isdigit():
+        raise ValueError(f"check id {check_id!r}: want one of {', '.join(PREFIXES)}-<number>")
+    return PREFIXES.index(prefix), int(number)
+
+
+def register(registry: dict[str, Check], entry: Check) -> None:
+    """Add `entry` to `registry`, keeping it in catalogue order; a duplicate ID is an error."""
+    if entry.id in registry:
+        raise ValueError(f"check {entry.id} declared twice")
+    entries = sorted([*registry.values(), entry], key=lambda c: catalogue_order(c.id))
+    registry.clear()
+    registry.update((c.id, c) for c in entries)
+
+
+def check(
+    id: str,
+    name: str,
+    *,
+    summary: str,
+    feature: str | None = None,
+    scope: Scope = "workload",
+) -> Callable[[Evaluate], Evaluate]:
+    """Declare the decorated evaluator as catalogue check `id` (core unless `feature`)."""
+
+    def declare(evaluate: Evaluate) -> Evaluate:
+        register(CATALOGUE, Check(id, name, feature, summary, evaluate, scope))
+        return evaluate
+
+    return declare
+
+
+def run_check(
+    check: Check, timeline: Timeline, bounds: Bounds, workloads: Iterable[str] | None = None
+) -> Verdict:
+    """Evaluate `check` as its scope says and fold per-workload verdicts into one.
+
+    Workload scope: every workload of the timeline except foreign ones (or `workloads`).
+    Any failure fails (messages prefixed by the workload); all inconclusive is
+    inconclusive; otherwise passed. `measured` holds each workload's figures.
+    """
+    if check.scope == "scenario":
+        return check.evaluate(timeline, bounds)
+    chosen = list(workloads) if workloads is not None else timeline.workloads()
+    chosen = [w for w in chosen if w not in bounds.foreign_workloads]
+    if not chosen:
+        return Verdict.unclear("no workload in the timeline")
+    verdicts = {w: check.evaluate(timeline.of(w), bounds) for w in chosen}
+    if len(verdicts) == 1:
+        return next(iter(verdicts.values()))
+    measured = {"perWorkload": {w: v.measured for w, v in verdicts.items()}}
+    failed = [
+        f"{w}: {v.message}" for w, v in verdicts.items() if not v.passed and not v.inconclusive
+    ]
+    if failed:
+        return Verdict.fail(failed, **measured)
+    if all(v.inconclusive for v in verdicts.values()):
+        return Verdict.unclear(next(iter(verdicts.values())).message, **measured)
+    return Verdict.ok(**measured)

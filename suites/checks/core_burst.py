@@ -1,0 +1,66 @@
+"""Core, decided by suites/conformance/test_core_burst.py: a burst leaves no workload
+stuck, and its latency percentiles go to the report."""
+
+from __future__ import annotations
+
+from harness.timeline import Kind, Timeline
+from suites.checks.catalogue import check
+from suites.checks.queries import end_of, first_nomination, percentile, placed_or_ran
+from suites.checks.verdict import Bounds, Verdict, at
+
+
+@check(
+    "CORE-09",
+    "BurstLiveness",
+    summary="A burst of workloads is all placed; none is stuck.",
+    scope="scenario",
+)
+def burst_liveness(tl: Timeline, b: Bounds) -> Verdict:
+    """CORE-09 (scenario scope): every non-foreign workload with a WORKLOAD_CREATED is
+    placed within placement_bound(expected_cluster) + burst_slack of its creation; one
+    whose Job ran to completion on a worker (JOB_FINISHED "Complete") and that the
+    manager shows FINISHED in that time counts as placed: under load Kueue may never
+    record clusterName for a short Job (see README). Measures p50/p99 time to first
+    nomination and to placement."""
+    foreign = set(b.foreign_workloads)
+    created = {
+        e.workload: e.t for e in tl.where(Kind.WORKLOAD_CREATED) if e.workload not in foreign
+    }
+    if not created:
+        return Verdict.unclear("no workload created")
+    bound, end = b.placement_bound(b.expected_cluster) + b.burst_slack, end_of(tl, b)
+    to_nomination, to_placement, stuck, unknown = [], [], [], 0
+    for workload, t0 in created.items():
+        own = tl.of(workload)
+        nom, placed = first_nomination(own), placed_or_ran(own)
+        if nom:
+            to_nomination.append(nom.t - t0)
+        if placed:
+            to_placement.append(placed.t - t0)
+        if placed is None or placed.t > t0 + bound:
+            if placed is None and end < t0 + bound:
+                unknown += 1
+                continue
+            state = f"placed at {at(placed.t)}" if placed else "never placed"
+            stuck.append(f"{workload} (created {at(t0)}) {state}")
+    measured = {
+        "workloads": len(created),
+        "placed": len(to_placement),
+        "boundSeconds": bound,
+        "timeToFirstNominationSeconds": _p50_p99(to_nomination),
+        "timeToPlacementSeconds": _p50_p99(to_placement),
+    }
+    if stuck:
+        head = f"{len(stuck)}/{len(created)} workloads not placed within {bound:.1f}s"
+        return Verdict.fail([head] + stuck, **measured)
+    if unknown:
+        return Verdict.unclear(f"{unknown} workloads unplaced when observation ended", **measured)
+    return Verdict.ok(**measured)
+
+
+def _p50_p99(values: list[float]) -> dict[str, float | None]:
+    return {q: _round(percentile(values, n)) for q, n in (("p50", 50), ("p99", 99))}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

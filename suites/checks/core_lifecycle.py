@@ -1,0 +1,147 @@
+"""Core, decided by suites/conformance/test_core_lifecycle.py: after placement, after an
+eviction, and around workloads that are not the dispatcher's. CORE-05 (the Job runs
+once) is judged on every timeline and sits here with the rest of a workload's life."""
+
+from __future__ import annotations
+
+from harness.timeline import Kind, Timeline
+from suites.checks.catalogue import check
+from suites.checks.queries import (
+    INF,
+    end_of,
+    first_placement,
+    intervals,
+    is_dispatcher,
+    names,
+    peak,
+    placed_at,
+    placement_episodes,
+)
+from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
+
+
+@check(
+    "CORE-03",
+    "NoNominationAfterPlacement",
+    summary="Once clusterName is set, the dispatcher leaves nominatedClusterNames alone.",
+)
+def no_nomination_after_placement(tl: Timeline, b: Bounds) -> Verdict:
+    """CORE-03: while clusterName is set (PLACEMENT non-empty until a PLACEMENT ""), no
+    non-empty NOMINATION by the dispatcher (writer unknown, or a dispatcher identity),
+    and no WRITE to the status subresource by a dispatcher user, whatever its outcome
+    (changed=False and rejected requests count). Events within observation_skew after
+    the placement are not blamed: the dispatcher may have read the workload just before."""
+    problems: list[str] = []
+    for start, cluster, until in placement_episodes(tl):
+        for e in tl:
+            if not start + b.observation_skew < e.t < until:
+                continue
+            if e.kind is Kind.NOMINATION and names(e):
+                if is_dispatcher(e.data.get("writer"), b):
+                    who = e.data.get("writer") or "unknown writer"
+                    problems.append(
+                        f"{who} nominated {joined(names(e))} at {at(e.t)} while placed on "
+                        f"{cluster} (since {at(start)})"
+                    )
+            elif e.kind is Kind.WRITE and e.data.get("subresource") == "status":
+                if e.data.get("user") in b.dispatcher_users:
+                    problems.append(
+                        f"{e.data.get('user')} wrote status ({e.data.get('verb')}, code "
+                        f"{e.data.get('code')}) at {at(e.t)} while placed on {cluster}"
+                    )
+    measured = {"writesAfterPlacement": len(problems)}
+    return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)
+
+
+@check("CORE-05", "SingleExecution", summary="The Job runs in at most one worker, once.")
+def single_execution(tl: Timeline, b: Bounds) -> Verdict:
+    """CORE-05: a Job exists (JOB_CREATED or JOB_RUNNING .. JOB_DELETED) on at most one
+    worker at any instant, and no JOB_CREATED follows a JOB_FINISHED or the manager's
+    FINISHED (it would run twice)."""
+    jobs = intervals(
+        tl.where(Kind.JOB_CREATED, Kind.JOB_RUNNING, Kind.JOB_DELETED),
+        lambda e: e.kind in (Kind.JOB_CREATED, Kind.JOB_RUNNING),
+        lambda e: e.kind is Kind.JOB_DELETED,
+    )
+    pk, problems = peak(jobs), []
+    if pk.count > 1 and pk.t is not None:
+        problems.append(f"Job exists on {joined(pk.keys)} at once at {at(pk.t)}")
+    done = tl.where(Kind.JOB_FINISHED, Kind.FINISHED)
+    if done:
+        for e in tl.where(Kind.JOB_CREATED):
+            if e.t > done[0].t:
+                problems.append(
+                    f"Job created again on {e.cluster} at {at(e.t)} after it finished "
+                    f"on {done[0].cluster} at {at(done[0].t)}"
+                )
+    measured = {"peakWorkersWithJob": pk.count}
+    return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)
+
+
+@check(
+    "CORE-06",
+    "RedispatchAfterEviction",
+    summary="A workload evicted from its worker is placed again.",
+)
+def redispatch_after_eviction(tl: Timeline, b: Bounds) -> Verdict:
+    """CORE-06: after an eviction a new placement follows within
+    placement_bound(expected_cluster) of the moment the manager learnt of it (a PLACEMENT
+    clearing clusterName, or a manager EVICTED while placed): a dispatcher cannot act
+    before that. Only when the manager shows neither does the harness's ACTION
+    what="evict" (while placed) start the clock. Triggers before that re-placement belong
+    to the same eviction."""
+    cleared = [until for _, _, until in placement_episodes(tl) if until != INF]
+    manager_side = [e.t for e in tl.where(Kind.EVICTED) if placed_at(tl, e.t)]
+    actions = [
+        e.t for e in tl.where(Kind.ACTION) if e.data.get("what") == "evict" and placed_at(tl, e.t)
+    ]
+    triggers = sorted(cleared + manager_side) or sorted(actions)
+    if not triggers:
+        return Verdict.unclear("no eviction in the timeline")
+    bound, problems, handled_until = b.placement_bound(b.expected_cluster), [], -INF
+    for t in triggers:
+        if t < handled_until:
+            continue
+        nxt = first_placement(tl, after=t)
+        handled_until = nxt.t if nxt else INF
+        if nxt is None and end_of(tl, b) < t + bound:
+            return not_judged(end_of(tl, b), t + bound, "the re-placement bound")
+        if nxt is None or nxt.t > t + bound:
+            where = f"placed on {nxt.data['cluster']} at {at(nxt.t)}" if nxt else "never placed"
+            problems.append(f"evicted at {at(t)}, {where}; bound {bound:.1f}s")
+    return Verdict.fail(problems) if problems else Verdict.ok(boundSeconds=bound)
+
+
+@check(
+    "CORE-08",
+    "ForeignWorkloadsUntouched",
+    summary="Workloads that are not pending MultiKueue work are not written by the dispatcher.",
+    scope="scenario",
+)
+def foreign_workloads_untouched(tl: Timeline, b: Bounds) -> Verdict:
+    """CORE-08 (scenario scope): a foreign workload (Bounds.foreign_workloads, plus every
+    workload named by an ACTION what="foreign") is never written by a dispatcher user
+    (any WRITE: verb, outcome or subresource) and never gets a nomination by a
+    dispatcher writer. Without known dispatcher users (a dispatcher built into Kueue,
+    whose writes share Kueue's identity) the nominations alone are judged."""
+    foreign = set(b.foreign_workloads)
+    for e in tl.where(Kind.ACTION):
+        if e.data.get("what") == "foreign":
+            foreign.add(e.data.get("workload") or e.workload)
+    foreign.discard("")
+    if not foreign:
+        return Verdict.unclear("no foreign workload in the scenario")
+    problems = [
+        f"{e.data.get('user')} wrote {e.workload} ({e.data.get('verb')}"
+        f"{'/' + e.data['subresource'] if e.data.get('subresource') else ''}) at {at(e.t)}"
+        for e in tl.where(Kind.WRITE)
+        if e.workload in foreign and e.data.get("user") in b.dispatcher_users
+    ]
+    problems += [
+        f"{e.data.get('writer') or 'unknown writer'} nominated {joined(names(e))} for "
+        f"{e.workload} at {at(e.t)}"
+        for e in tl.where(Kind.NOMINATION)
+        if e.workload in foreign and names(e) and is_dispatcher(e.data.get("writer"), b)
+    ]
+    measured = {"foreignWorkloads": len(foreign), "foreignWrites": len(problems)}
+    return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)

@@ -1,0 +1,171 @@
+"""BoundedFanOut, decided by suites/conformance/test_fan_out.py: how many workers a
+workload costs at once (copies, autoscaling, reservations, preemptions)."""
+
+from __future__ import annotations
+
+import math
+
+from harness.timeline import Kind, Timeline
+from suites.checks.catalogue import check
+from suites.checks.queries import (
+    INF,
+    cluster_of,
+    copy_intervals,
+    created_at,
+    end_of,
+    names,
+    peak,
+    placed_at,
+    placement_episodes,
+    preempting_workers,
+    provisioning_intervals,
+    reservation_intervals,
+)
+from suites.checks.verdict import Bounds, Verdict, at, joined
+
+
+@check(
+    "EXT-01",
+    "BoundedFanOut",
+    feature="BoundedFanOut",
+    summary="At most stepSize clusters hold a copy before the first escalation, and growth per "
+    "round is at most stepSize.",
+)
+def bounded_fan_out(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-01: at every instant, copies (COPY_CREATED..COPY_DELETED) and nominated names
+    number at most step_size x (1 + rounds elapsed), where rounds elapsed =
+    floor((t - created + early_tolerance) / T) and T is the shortest timeout claimed
+    (round_timeout or any per-cluster override); without a timeout, at most step_size.
+    So before the first escalation at most step_size, then step_size more per round."""
+    step = b.step_size
+    if step is None:
+        return Verdict.ok('stepSize "all": no fan-out bound claimed')
+    t0 = created_at(tl)
+    timeouts = [t for t in [b.round_timeout, *b.cluster_timeouts.values()] if t is not None]
+    shortest = min(timeouts) if timeouts else None
+
+    def allowed(t: float) -> int:
+        if not shortest:
+            return step
+        return step * (1 + math.floor(max(0.0, t - t0 + b.early_tolerance) / shortest))
+
+    copies: set[str] = set()
+    nominated: list[str] = []
+    problems, peaks = [], {"copies": 0, "nominated": 0}
+    for e in tl.where(Kind.COPY_CREATED, Kind.COPY_DELETED, Kind.NOMINATION):
+        if e.kind is Kind.COPY_CREATED:
+            copies.add(e.cluster)
+        elif e.kind is Kind.COPY_DELETED:
+            copies.discard(e.cluster)
+        else:
+            nominated = names(e)
+        for what, holders in (("copies", sorted(copies)), ("nominated", nominated)):
+            peaks[what] = max(peaks[what], len(holders))
+            if len(holders) > allowed(e.t):
+                problems.append(
+                    f"{len(holders)} {what} ({joined(holders)}) at {at(e.t)}, "
+                    f"{e.t - t0:.1f}s after creation; claim allows {allowed(e.t)}"
+                )
+    measured = {"peakCopies": peaks["copies"], "peakNominated": peaks["nominated"]}
+    return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)
+
+
+@check(
+    "EXT-02",
+    "NoSimultaneousAutoscaling",
+    feature="BoundedFanOut",
+    summary="At most maxConcurrentProvisioning workers hold a ProvisioningRequest at once.",
+)
+def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-02: with a maxConcurrentProvisioning claim, peak concurrent live
+    ProvisioningRequests across workers (created until deleted or Failed) <= the claim.
+    Without one (a dispatcher that keeps earlier nominees), autoscaling must still never
+    start in more than step_size workers at once: requests created within one round
+    (round_timeout - early_tolerance) <= step_size. No request at all is inconclusive.
+    A request created on a worker while the workload is placed on another is Kueue
+    removing the losing copy (v0.17.1 re-creates one for an instant), not a dispatch."""
+    spans = [
+        s for s in provisioning_intervals(tl) if placed_at(tl, s.start) in (None, cluster_of(s.key))
+    ]
+    if not spans:
+        return Verdict.unclear("no ProvisioningRequest was created")
+    pk = peak(spans)
+    measured = {"peakProvisioningRequests": pk.count}
+    limit = b.max_concurrent_provisioning
+    if limit is not None:
+        if pk.count > limit and pk.t is not None:
+            workers = joined(dict.fromkeys(cluster_of(k) for k in pk.keys))
+            return Verdict.fail(
+                f"{pk.count} ProvisioningRequests at once at {at(pk.t)} on {workers} "
+                f"(claim {limit})",
+                **measured,
+            )
+        return Verdict.ok(**measured)
+    if b.step_size is None:
+        return Verdict.ok(**measured)
+    window = (b.round_timeout or INF) - b.early_tolerance
+    starts = sorted((s.start, s.key) for s in spans)
+    for i, (t, _) in enumerate(starts):
+        together = [k for u, k in starts[i:] if u - t < window]
+        if len(together) > b.step_size:
+            workers = joined(dict.fromkeys(cluster_of(k) for k in together))
+            return Verdict.fail(
+                f"{len(together)} ProvisioningRequests started within one round from {at(t)} "
+                f"on {workers} (step {b.step_size})",
+                **measured,
+            )
+    return Verdict.ok(**measured)
+
+
+@check(
+    "EXT-03",
+    "BoundedDuplicateAdmission",
+    feature="BoundedFanOut",
+    summary="At most stepSize workers reserve quota at once, and losers' copies go quickly.",
+)
+def bounded_duplicate_admission(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-03: peak concurrent quota reservations (COPY_RESERVED reserved=True until
+    reserved=False or COPY_DELETED) <= step_size; and while placed on X, no copy on
+    another worker exists later than placement + loser_cleanup_slack."""
+    pk, problems = peak(reservation_intervals(tl)), []
+    if pk.count == 0:
+        return Verdict.unclear("no copy reserved quota")
+    if b.step_size is not None and pk.count > b.step_size and pk.t is not None:
+        problems.append(
+            f"{pk.count} reservations at once at {at(pk.t)} on {joined(pk.keys)} "
+            f"(stepSize {b.step_size})"
+        )
+    end = end_of(tl, b)
+    for start, winner, until in placement_episodes(tl):
+        limit = start + b.loser_cleanup_slack
+        if limit > min(until, end):
+            continue  # evicted again, or observation ended, before cleanup was due
+        for copy in copy_intervals(tl):
+            if copy.key != winner and copy.start < min(until, end) and copy.end > limit:
+                problems.append(
+                    f"loser copy on {copy.key} still present at {at(limit)}, "
+                    f"{b.loser_cleanup_slack:g}s after placement on {winner} at {at(start)}"
+                )
+    measured = {"peakReservations": pk.count}
+    return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)
+
+
+@check(
+    "EXT-04",
+    "BoundedPreemption",
+    feature="BoundedFanOut",
+    summary="A high-priority workload causes preemptions in at most stepSize workers.",
+)
+def bounded_preemption(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-04: distinct workers with a PREEMPTION event for the workload <= step_size.
+    No preemption at all is inconclusive (the scenario should force one)."""
+    workers = preempting_workers(tl)
+    measured = {"workersWithPreemptions": len(workers)}
+    if not workers:
+        return Verdict.unclear("no preemption happened", **measured)
+    if b.step_size is not None and len(workers) > b.step_size:
+        where = ", ".join(f"{c} at {at(t)}" for c, t in workers.items())
+        return Verdict.fail(
+            f"preemptions on {len(workers)} workers ({where}); stepSize {b.step_size}", **measured
+        )
+    return Verdict.ok(**measured)

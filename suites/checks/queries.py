@@ -1,0 +1,340 @@
+"""Timeline queries the checks share (and the scorecard and findings reuse): intervals
+and peaks, placements, nomination rounds and how each round escalated."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+
+from harness.timeline import Event, Kind, Timeline
+from suites.checks.verdict import Bounds, at, joined
+
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class Interval:
+    """[start, end) during which `key` (a cluster, or (cluster, name)) held something."""
+
+    key: Hashable
+    start: float
+    end: float = INF
+
+
+@dataclass(frozen=True)
+class Peak:
+    """Most intervals open at one instant, the first instant it happened, and whose."""
+
+    count: int = 0
+    t: float | None = None
+    keys: tuple[Hashable, ...] = ()
+
+
+def intervals(
+    events: Iterable[Event],
+    opens: Callable[[Event], bool],
+    closes: Callable[[Event], bool],
+    key: Callable[[Event], Hashable] = lambda e: e.cluster,
+) -> list[Interval]:
+    """Pair opening and closing events per key; an unclosed interval ends at infinity.
+
+    A second opening of an already-open key is ignored (the first one counts).
+    """
+    open_since: dict[Hashable, float] = {}
+    out: list[Interval] = []
+    for e in sorted(events, key=lambda e: e.t):
+        k = key(e)
+        if closes(e):
+            if k in open_since:
+                out.append(Interval(k, open_since.pop(k), e.t))
+        elif opens(e):
+            open_since.setdefault(k, e.t)
+    out.extend(Interval(k, t) for k, t in open_since.items())
+    return sorted(out, key=lambda i: i.start)
+
+
+def peak(spans: list[Interval]) -> Peak:
+    """Sweep: the maximum number of simultaneously open intervals (ends before starts)."""
+    points = [(s.start, 1, n) for n, s in enumerate(spans)]
+    points += [(s.end, -1, n) for n, s in enumerate(spans) if s.end != INF]
+    active: set[int] = set()
+    best = Peak()
+    for t, delta, n in sorted(points, key=lambda p: (p[0], p[1])):
+        if delta > 0:
+            active.add(n)
+        else:
+            active.discard(n)
+        if len(active) > best.count:
+            best = Peak(len(active), t, tuple(spans[i].key for i in sorted(active)))
+    return best
+
+
+def copy_intervals(tl: Timeline) -> list[Interval]:
+    """Per worker: remote Workload copy exists (COPY_CREATED..COPY_DELETED)."""
+    return intervals(
+        tl.where(Kind.COPY_CREATED, Kind.COPY_DELETED),
+        lambda e: e.kind is Kind.COPY_CREATED,
+        lambda e: e.kind is Kind.COPY_DELETED,
+    )
+
+
+def reservation_intervals(tl: Timeline) -> list[Interval]:
+    """Per worker: the copy holds quota (reserved=True .. reserved=False or deletion)."""
+    return intervals(
+        tl.where(Kind.COPY_RESERVED, Kind.COPY_DELETED),
+        lambda e: e.kind is Kind.COPY_RESERVED and bool(e.data.get("reserved", True)),
+        lambda e: e.kind is Kind.COPY_DELETED or not e.data.get("reserved", True),
+    )
+
+
+def cluster_of(key: Hashable) -> Hashable:
+    """The cluster of an Interval key: a cluster, or (cluster, name)."""
+    return key[0] if isinstance(key, tuple) else key
+
+
+def provisioning_intervals(tl: Timeline) -> list[Interval]:
+    """Per (worker, request): a live ProvisioningRequest (created .. deleted or Failed)."""
+    return intervals(
+        tl.where(Kind.PROVREQ_CREATED, Kind.PROVREQ_STATE, Kind.PROVREQ_DELETED),
+        lambda e: e.kind is Kind.PROVREQ_CREATED,
+        lambda e: (
+            e.kind is Kind.PROVREQ_DELETED
+            or (e.kind is Kind.PROVREQ_STATE and e.data.get("state") == "Failed")
+        ),
+        key=lambda e: (e.cluster, e.data.get("name", "")),
+    )
+
+
+def preempting_workers(tl: Timeline) -> dict[str, float]:
+    """Workers with a PREEMPTION event, with the time of their first one, in order."""
+    out: dict[str, float] = {}
+    for e in tl.where(Kind.PREEMPTION):
+        out.setdefault(e.cluster, e.t)
+    return out
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """Nearest-rank percentile (always an observed value); None without values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def names(e: Event) -> list[str]:
+    """The nominated cluster names of a NOMINATION event."""
+    return list(e.data.get("names") or [])
+
+
+def created_at(tl: Timeline) -> float:
+    """When the workload's clock starts: WORKLOAD_CREATED, else its first event."""
+    for e in tl:
+        if e.kind is Kind.WORKLOAD_CREATED:
+            return e.t
+    own = [e.t for e in tl if e.workload]
+    return own[0] if own else 0.0
+
+
+def placements(tl: Timeline) -> list[Event]:
+    """PLACEMENT events that set a cluster (not the ones clearing it)."""
+    return [e for e in tl.where(Kind.PLACEMENT) if e.data.get("cluster")]
+
+
+def first_placement(tl: Timeline, after: float = -INF) -> Event | None:
+    return next((e for e in placements(tl) if e.t > after), None)
+
+
+def first_nomination(tl: Timeline) -> Event | None:
+    return next((e for e in tl.where(Kind.NOMINATION) if names(e)), None)
+
+
+def placement_episodes(tl: Timeline) -> list[tuple[float, str, float]]:
+    """(placed at, cluster, until): until a PLACEMENT clearing it, or infinity."""
+    out: list[tuple[float, str, float]] = []
+    for e in tl.where(Kind.PLACEMENT):
+        cluster = e.data.get("cluster") or ""
+        if out and out[-1][2] == INF:
+            out[-1] = (out[-1][0], out[-1][1], e.t)
+        if cluster:
+            out.append((e.t, cluster, INF))
+    return out
+
+
+def placed_at(tl: Timeline, t: float) -> str | None:
+    """The cluster the workload is placed on at instant t, if any."""
+    return next((c for s, c, u in placement_episodes(tl) if s <= t < u), None)
+
+
+def end_of(tl: Timeline, bounds: Bounds) -> float:
+    """When observation stopped: Bounds.observed_until, else the last event."""
+    if bounds.observed_until is not None:
+        return bounds.observed_until
+    times = [e.t for e in tl]
+    return times[-1] if times else 0.0
+
+
+def configured(tl: Timeline, bounds: Bounds, t: float = INF) -> list[str]:
+    """Configured clusters at t: Bounds.clusters extended by CONFIG_CHANGED up to t."""
+    out = list(bounds.clusters)
+    for e in tl.where(Kind.CONFIG_CHANGED):
+        if e.t <= t:
+            out += [c for c in e.data.get("clusters") or [] if c not in out]
+    return out
+
+
+def inactive_spans(tl: Timeline) -> list[Interval]:
+    """Per cluster: MultiKueueCluster not Active (active=False .. active=True)."""
+    return intervals(
+        tl.where(Kind.CLUSTER_ACTIVE),
+        lambda e: e.data.get("active") is False,
+        lambda e: e.data.get("active") is True,
+        key=lambda e: e.data.get("cluster", ""),
+    )
+
+
+def inactive_at(spans: list[Interval], cluster: str, t: float, since: float = 0.0) -> bool:
+    """True when `cluster` is inactive at t and has been for at least `since` seconds."""
+    return any(s.key == cluster and s.start <= t - since and t < s.end for s in spans)
+
+
+@dataclass(frozen=True)
+class Round:
+    """A nomination round: when it started, the clusters it added, the full list."""
+
+    t: float
+    added: tuple[str, ...]
+    names: tuple[str, ...]
+
+
+def rounds(tl: Timeline, until: float | None = None) -> list[Round]:
+    """Rounds of the first pending period (before the first placement, or `until`)."""
+    if until is None:
+        first = first_placement(tl)
+        until = first.t if first else INF
+    seen: set[str] = set()
+    out: list[Round] = []
+    for e in tl.where(Kind.NOMINATION):
+        if e.t >= until:
+            break
+        added = tuple(n for n in dict.fromkeys(names(e)) if n not in seen)
+        if added:
+            out.append(Round(e.t, added, tuple(names(e))))
+            seen.update(added)
+    return out
+
+
+@dataclass(frozen=True)
+class RoundReview:
+    """One round judged against its timeout: when the next one came and what is wrong."""
+
+    round: Round
+    timeout: float | None
+    next_t: float | None
+    judged: bool  # the round ended: escalated, or still unplaced at its deadline
+    late: str | None = None
+    early: str | None = None
+
+
+def review_rounds(tl: Timeline, b: Bounds) -> list[RoundReview]:
+    """Judge each round's escalation: not before timeout - tolerance, not after + slack.
+
+    Early escalation is excused when a nominee gave up meanwhile (copy evicted, its
+    ProvisioningRequest Failed, cluster inactive). "Never" escalated is only a problem
+    while unplaced and some configured, active cluster is still untried.
+    """
+    rs, first = rounds(tl), first_placement(tl)
+    placed = first.t if first else INF
+    out: list[RoundReview] = []
+    for i, r in enumerate(rs):
+        nxt = rs[i + 1] if i + 1 < len(rs) else None
+        next_t = nxt.t if nxt else None
+        timeout = b.round_timeout_for(r.added)
+        if timeout is None:
+            out.append(RoundReview(r, None, next_t, False))
+            continue
+        tried = {c for earlier in rs[: i + 1] for c in earlier.added}
+        late = _late(tl, b, r, timeout, nxt, tried, placed)
+        early = _early(tl, b, r, timeout, nxt)
+        out.append(
+            RoundReview(r, timeout, next_t, nxt is not None or late is not None, late, early)
+        )
+    return out
+
+
+def _late(
+    tl: Timeline,
+    b: Bounds,
+    r: Round,
+    timeout: float,
+    nxt: Round | None,
+    tried: set[str],
+    placed: float,
+) -> str | None:
+    """Why round `r` escalated too late (or never), or None."""
+    deadline = r.t + timeout + b.escalation_slack
+    label = f"round {joined(r.added)} of {at(r.t)}"
+    if placed <= deadline or (nxt is not None and nxt.t <= deadline):
+        return None
+    if nxt is not None:
+        return f"escalated at {at(nxt.t)}, {nxt.t - r.t:.1f}s after {label}; due by {at(deadline)}"
+    if end_of(tl, b) < deadline:
+        return None
+    spans = inactive_spans(tl)
+    untried = [
+        c
+        for c in configured(tl, b, deadline)
+        if c not in tried and not inactive_at(spans, c, deadline)
+    ]
+    if not untried:
+        return None
+    return (
+        f"never escalated after {label} (due by {at(deadline)}; "
+        f"unplaced, untried: {joined(untried)})"
+    )
+
+
+def _early(tl: Timeline, b: Bounds, r: Round, timeout: float, nxt: Round | None) -> str | None:
+    """Why the round after `r` came too early, or None."""
+    earliest = r.t + timeout - b.early_tolerance
+    if nxt is None or nxt.t >= earliest or _gave_up(tl, r.names, r.t, nxt.t):
+        return None
+    return (
+        f"{joined(nxt.added)} nominated at {at(nxt.t)}, {nxt.t - r.t:.1f}s into round "
+        f"{joined(r.added)} of {at(r.t)} (timeout {timeout:g}s); not before {at(earliest)}"
+    )
+
+
+def _gave_up(tl: Timeline, nominees: Iterable[str], start: float, end: float) -> bool:
+    """A nominee stopped being a candidate in (start, end]: evicted, failed, or inactive."""
+    nominees = set(nominees)
+    for e in tl:
+        if not start < e.t <= end:
+            continue
+        if e.kind is Kind.COPY_EVICTED and e.cluster in nominees:
+            return True
+        if e.kind is Kind.PROVREQ_STATE and e.cluster in nominees:
+            if e.data.get("state") == "Failed":
+                return True
+        if e.kind is Kind.CLUSTER_ACTIVE and e.data.get("cluster") in nominees:
+            if e.data.get("active") is False:
+                return True
+    return False
+
+
+def is_dispatcher(identity: str | None, b: Bounds) -> bool:
+    """Unknown identity, or no identities configured, counts as the dispatcher."""
+    return identity is None or not b.dispatcher_users or identity in b.dispatcher_users
+
+
+def _ran_unplaced(tl: Timeline) -> Event | None:
+    """The manager's FINISHED of a workload whose Job completed on a worker."""
+    ran = any(e.data.get("condition") == "Complete" for e in tl.where(Kind.JOB_FINISHED))
+    return next(iter(tl.where(Kind.FINISHED)), None) if ran else None
+
+
+def placed_or_ran(tl: Timeline) -> Event | None:
+    """The first placement, or, for a Job that ran to completion on a worker before Kueue
+    recorded where (a short Job under load), the manager's FINISHED."""
+    return first_placement(tl) or _ran_unplaced(tl)

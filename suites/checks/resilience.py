@@ -1,0 +1,212 @@
+"""InactiveAware, RestartSafe and HighAvailability, decided by
+suites/conformance/test_resilience.py: inactive clusters, a dispatcher restart and a
+leader failover cost no round and lose no workload."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+from harness.timeline import Event, Kind, Timeline
+from suites.checks.catalogue import check
+from suites.checks.queries import (
+    INF,
+    RoundReview,
+    configured,
+    created_at,
+    end_of,
+    first_placement,
+    inactive_at,
+    inactive_spans,
+    names,
+    review_rounds,
+    rounds,
+)
+from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
+
+
+@check(
+    "EXT-10",
+    "SkipsInactiveClusters",
+    feature="InactiveAware",
+    summary="Clusters that are not Active are not nominated, nor cost a round.",
+)
+def skips_inactive_clusters(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-10: (a) no NOMINATION adds (relative to the previous list) a cluster that has
+    been inactive for observation_skew or more; (b) when a configured cluster is inactive
+    at creation, the first nomination naming an active cluster comes within
+    escalation_slack of creation (nominating the inactive one first, even inside the skew
+    of (a), still costs a round); (c) rounds escalate on time (EXT-05's rule), so
+    skipping does not cost a round."""
+    spans = [s for s in inactive_spans(tl) if s.key in configured(tl, b)]
+    if not spans:
+        return Verdict.unclear("no configured cluster was inactive")
+    problems, previous = [], set()
+    for e in tl.where(Kind.NOMINATION):
+        for cluster in [n for n in names(e) if n not in previous]:
+            if inactive_at(spans, cluster, e.t, since=b.observation_skew):
+                problems.append(f"{cluster} nominated at {at(e.t)} while inactive")
+        previous = set(names(e))
+    t0 = created_at(tl)
+    if any(inactive_at(spans, c, t0) for c in b.clusters):
+        limit = t0 + b.escalation_slack
+        first = next(
+            (
+                e
+                for e in tl.where(Kind.NOMINATION)
+                if any(not inactive_at(spans, n, e.t) for n in names(e))
+            ),
+            None,
+        )
+        placed = first_placement(tl)
+        if (first is None or first.t > limit) and not (placed and placed.t <= limit):
+            when = f"at {at(first.t)}" if first else "never"
+            problems.append(
+                f"first nomination {when} of an active cluster, due by {at(limit)} "
+                "(inactive cost a round)"
+            )
+    problems += [r.late for r in review_rounds(tl, b) if r.late]
+    return Verdict.fail(problems) if problems else Verdict.ok()
+
+
+@check(
+    "EXT-11",
+    "RestartResilience",
+    feature="RestartSafe",
+    summary="Killing and restarting the dispatcher mid-round neither resets nor jumps the round, "
+    "and loses no workload.",
+)
+def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-11: with ACTION what="dispatcher-killed" at tk and "dispatcher-restarted" at tr,
+    the dispatcher is back at tb: its first READ (list or watch of Workloads) after tk, else
+    tr (no audit log). With downtime d = tb - tk, the round running at tk escalates no
+    earlier than start + timeout - early_tolerance (no jump) and no later than start +
+    timeout + d + escalation_slack (no reset: a reset shows as tb + timeout, only
+    distinguishable when the kill is more than escalation_slack into the round); and the
+    workload is placed within placement_bound(expected_cluster) + d of creation. Timing
+    from tb, not tr, keeps a process slow to start (a loaded machine) from looking like
+    a reset."""
+    kill = _action(tl, "dispatcher-killed")
+    restart = _action(tl, "dispatcher-restarted", after=kill.t if kill else INF)
+    if kill is None or restart is None:
+        return Verdict.unclear("no dispatcher-killed/dispatcher-restarted actions")
+    back = next((e for e in tl.where(Kind.READ) if e.t > kill.t), restart)
+    down, problems = back.t - kill.t, []
+    measured: dict[str, Any] = {"downtimeSeconds": down}
+    if back is not restart:
+        measured["startupSeconds"] = back.t - restart.t
+    placed, end = first_placement(tl), end_of(tl, b)
+    if placed and placed.t <= kill.t:
+        return Verdict.unclear(f"placed at {at(placed.t)}, before the kill", **measured)
+    reviews = [r for r in review_rounds(tl, b) if r.round.t <= kill.t and r.timeout is not None]
+    if reviews:
+        r = reviews[-1]
+        measured["killOffsetSeconds"] = kill.t - r.round.t
+        problems += _restart_window(r, kill.t, back.t, b, end)
+    stuck_at = created_at(tl) + b.placement_bound(b.expected_cluster) + down
+    if (placed is None and end >= stuck_at) or (placed and placed.t > stuck_at):
+        state = f"placed at {at(placed.t)}" if placed else "never placed"
+        problems.append(f"workload {state} after restart; bound {at(stuck_at)}")
+    if problems:
+        return Verdict.fail(problems, **measured)
+    if placed is None:
+        return not_judged(end, stuck_at, "the placement bound")
+    return Verdict.ok(**measured)
+
+
+def _restart_window(r: RoundReview, kill: float, back: float, b: Bounds, end: float) -> list[str]:
+    """The round running at the kill must end on its original schedule (see EXT-11)."""
+    assert r.timeout is not None
+    due = r.round.t + r.timeout
+    latest = due + (back - kill) + b.escalation_slack
+    label = f"round {joined(r.round.added)} of {at(r.round.t)} (killed {at(kill)}, back {at(back)})"
+    if r.next_t is None:
+        return [r.late] if r.late and end >= latest else []
+    if r.next_t < due - b.early_tolerance:
+        return [f"jumped: escalated at {at(r.next_t)}, {label} was due at {at(due)}"]
+    if r.next_t > latest:
+        reset = abs(r.next_t - back - r.timeout) <= b.escalation_slack
+        hint = " (= back after restart + timeout: round reset)" if reset else ""
+        return [f"escalated at {at(r.next_t)}{hint}, {label} due by {at(latest)}"]
+    return []
+
+
+@check(
+    "EXT-12",
+    "LeaderFailover",
+    feature="HighAvailability",
+    summary="With two replicas, killing the leader hands over within the lease time, without "
+    "double writes.",
+)
+def leader_failover(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-12: after ACTION what="leader-killed" at tk (data user = the killed leader's
+    user; default the last dispatcher writer before tk), if the workload still needs a
+    write (unplaced, an escalation or the first nomination outstanding) a dispatcher WRITE
+    by another user follows by max(tk + handover_slack, due + escalation_slack). And no
+    two different dispatcher users WRITE the workload within conflict_window of each other
+    (any outcome: a 409 is a write attempt too), except the handover itself: the killed
+    leader's write (from tk - conflict_window) followed by another user's after
+    tk - observation_skew (by tk + handover_slack). A standby cannot hold the lease before
+    the leader dies, so another user's write before the killed leader's last one, however
+    close to the kill, is two replicas writing at once."""
+    if not b.dispatcher_users:
+        return Verdict.unclear("dispatcher users unknown: replicas cannot be told apart")
+    writes = [e for e in tl.where(Kind.WRITE) if e.data.get("user") in b.dispatcher_users]
+    kill = _action(tl, "leader-killed")
+    before = [w for w in writes if kill and w.t <= kill.t]
+    old = (kill.data.get("user") if kill else None) or (before[-1].data["user"] if before else None)
+
+    def handover(a: Event, c: Event) -> bool:
+        if kill is None or a.data["user"] != old or c.data["user"] == old:
+            return False
+        after = kill.t - b.observation_skew < c.t <= kill.t + b.handover_slack
+        return after and a.t >= kill.t - b.conflict_window
+
+    problems = [
+        f"conflicting writes by {a.data['user']} at {at(a.t)} and {c.data['user']} at {at(c.t)}"
+        for a, c in pairwise(writes)
+        if a.data["user"] != c.data["user"]
+        and c.t - a.t <= b.conflict_window
+        and not handover(a, c)
+    ]
+    if kill is None:
+        return Verdict.fail(problems) if problems else Verdict.unclear("no leader-killed action")
+    late, due = _handover(tl, b, kill, writes)
+    problems += late
+    if problems:
+        return Verdict.fail(problems)
+    if not due:
+        return Verdict.unclear("no write was due after the leader was killed")
+    return Verdict.ok()
+
+
+def _handover(tl: Timeline, b: Bounds, kill: Event, writes: list[Event]) -> tuple[list[str], bool]:
+    """Problems with the takeover write, and whether one was due at all (see EXT-12)."""
+    before = [w for w in writes if w.t <= kill.t]
+    old = kill.data.get("user") or (before[-1].data["user"] if before else None)
+    current = [r for r in rounds(tl) if r.t <= kill.t]
+    timeout = b.round_timeout_for(current[-1].added) if current else 0.0
+    if timeout is None:
+        return [], False  # the running round never escalates
+    due = (current[-1].t if current else kill.t) + timeout
+    deadline = max(kill.t + b.handover_slack, due + b.escalation_slack)
+    takeover = next((w for w in writes if w.t > kill.t and w.data["user"] != old), None)
+    if takeover and takeover.t <= deadline:
+        return [], True
+    tried = {c for r in current for c in r.added}
+    placed = first_placement(tl)
+    if (placed and placed.t <= deadline) or not set(configured(tl, b, kill.t)) - tried:
+        return [], False
+    if end_of(tl, b) < deadline:
+        return [], False
+    when = f"first at {at(takeover.t)}" if takeover else "none"
+    return [
+        f"leader {old} killed at {at(kill.t)}; write by another replica {when}, "
+        f"due by {at(deadline)}"
+    ], True
+
+
+def _action(tl: Timeline, what: str, after: float = -INF) -> Event | None:
+    return next(
+        (e for e in tl.where(Kind.ACTION) if e.data.get("what") == what and e.t >= after), None
+    )

@@ -1,0 +1,173 @@
+"""The catalogue against the scenarios: each check is decided by exactly one scenario's
+`@pytest.mark.checks(...)` marker (read with ast, no clusters), and lives in the check
+module of that scenario's area."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from harness.timeline import Timeline
+from suites.checks import CATALOGUE, Bounds, Verdict
+from suites.checks.catalogue import Check, catalogue_order, register
+from suites.checks.scenarios import CONFORMANCE, Decider, deciders, first_sentence, markers
+from suites.expectations import ANY_TIMELINE
+
+
+def coverage_problems(found: Mapping[str, list[Decider]]) -> list[str]:
+    """What is wrong with `found` (deciders()): a check no marker (or several) names,
+    except the ones judged on every timeline, which may be named by any number; an ID
+    that is not in the catalogue."""
+    problems = [
+        f"{cid}: unknown check in {_where(found[cid])}" for cid in found if cid not in CATALOGUE
+    ]
+    for cid in CATALOGUE:
+        deciding = found.get(cid, [])
+        if cid in ANY_TIMELINE:
+            continue
+        if not deciding:
+            problems.append(f"{cid}: no scenario decides it")
+        elif len(deciding) > 1:
+            problems.append(f"{cid}: decided by {len(deciding)} scenarios: {_where(deciding)}")
+    return problems
+
+
+def _where(ds: list[Decider]) -> str:
+    return ", ".join(f"{d.module}.{d.test}" for d in ds)
+
+
+def conformance_copy(tmp_path: Path, module: str, old: str, new: str) -> Path:
+    """The conformance scenarios copied to tmp_path, with `old` replaced in one module."""
+    for path in CONFORMANCE.glob("test_*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    target = tmp_path / f"{module}.py"
+    source = target.read_text()
+    assert old in source
+    target.write_text(source.replace(old, new, 1))
+    return tmp_path
+
+
+def test_every_check_is_decided_by_exactly_one_scenario() -> None:
+    assert coverage_problems(deciders()) == []
+
+
+def test_checks_judged_on_every_timeline_are_known() -> None:
+    assert set(ANY_TIMELINE) <= set(CATALOGUE)
+
+
+def test_removed_marker_leaves_its_check_undecided(tmp_path: Path) -> None:
+    src = conformance_copy(tmp_path, "test_ordering", '@pytest.mark.checks("EXT-07")\n', "")
+    assert coverage_problems(deciders(src)) == ["EXT-07: no scenario decides it"]
+
+
+def test_check_named_by_two_markers_fails(tmp_path: Path) -> None:
+    src = conformance_copy(
+        tmp_path,
+        "test_resilience",
+        '@pytest.mark.checks("EXT-10")',
+        '@pytest.mark.checks("EXT-10", "EXT-07")',
+    )
+    assert coverage_problems(deciders(src)) == [
+        "EXT-07: decided by 2 scenarios: test_ordering.test_ordered_dispatch, "
+        "test_resilience.test_skips_inactive_clusters"
+    ]
+
+
+def test_unknown_id_in_a_marker_fails(tmp_path: Path) -> None:
+    src = conformance_copy(
+        tmp_path,
+        "test_ordering",
+        '@pytest.mark.checks("EXT-07")',
+        '@pytest.mark.checks("EXT-07", "EXT-99")',
+    )
+    assert coverage_problems(deciders(src)) == [
+        "EXT-99: unknown check in test_ordering.test_ordered_dispatch"
+    ]
+
+
+def test_checks_judged_on_every_timeline_need_no_marker(tmp_path: Path) -> None:
+    src = conformance_copy(tmp_path, "test_core_placement", '@pytest.mark.checks("CORE-01")\n', "")
+    assert "CORE-01" not in deciders(src)
+    assert coverage_problems(deciders(src)) == []
+
+
+def test_deciders_read_the_scenarios() -> None:
+    found = deciders()
+    escalation = Decider(
+        "test_escalation",
+        "test_timeout_escalation",
+        "The first batch has no capacity; a later worker has: it is reached after one round.",
+    )
+    assert found["EXT-05"] == found["EXT-06"] == [escalation]
+    assert [d.module for d in found["CORE-09"]] == ["test_core_burst"]
+    assert all(d.summary.endswith(".") for ds in found.values() for d in ds)
+
+
+def test_markers_parse_one_source() -> None:
+    source = '''
+import pytest
+
+@pytest.mark.exclusive
+@pytest.mark.checks("CORE-03", "EXT-01")
+def test_a(scenario):
+    """First sentence here. Second one
+    is not part of it."""
+
+def test_unmarked(scenario):
+    """No marker."""
+
+@pytest.mark.checks("CORE-04")
+async def test_b(scenario):
+    pass
+'''
+    assert markers(source, "test_x") == [
+        (Decider("test_x", "test_a", "First sentence here."), ("CORE-03", "EXT-01")),
+        (Decider("test_x", "test_b", ""), ("CORE-04",)),
+    ]
+
+
+def test_marker_with_a_computed_id_is_refused() -> None:
+    source = 'import pytest\nIDS = ["CORE-01"]\n@pytest.mark.checks(*IDS)\ndef test_a(): ...\n'
+    with pytest.raises(ValueError, match="test_x.test_a"):
+        markers(source, "test_x")
+
+
+def test_first_sentence() -> None:
+    assert first_sentence("One, two.\n  Three.") == "One, two."
+    assert first_sentence("Placed on w1 at t=1.5s: placed again") == (
+        "Placed on w1 at t=1.5s: placed again"
+    )
+    assert first_sentence(None) == ""
+
+
+def test_each_check_lives_in_its_scenarios_area() -> None:
+    """suites/checks/<area>.py holds the checks suites/conformance/test_<area>.py decides."""
+    for cid, ds in deciders().items():
+        area = CATALOGUE[cid].evaluate.__module__.rpartition(".")[2]
+        assert [d.module for d in ds] == [f"test_{area}"] * len(ds), cid
+
+
+def test_catalogue_order_whatever_the_registration_order() -> None:
+    assert list(CATALOGUE) == [f"CORE-{n:02}" for n in range(1, 10)] + [
+        f"EXT-{n:02}" for n in range(1, 13)
+    ]
+    registry: dict[str, Check] = {}
+    for check in reversed(list(CATALOGUE.values())):
+        register(registry, check)
+    assert list(registry) == list(CATALOGUE)
+
+
+def test_register_refuses_a_duplicate_or_malformed_id() -> None:
+    registry = dict(CATALOGUE)
+    with pytest.raises(ValueError, match="CORE-01 declared twice"):
+        register(registry, CATALOGUE["CORE-01"])
+
+    def evaluate(tl: Timeline, b: Bounds) -> Verdict:
+        return Verdict.ok()
+
+    with pytest.raises(ValueError, match="CHK-1"):
+        register(registry, Check("CHK-1", "Odd", None, "Odd.", evaluate))
+    assert catalogue_order("EXT-10") > catalogue_order("EXT-9") > catalogue_order("CORE-09")
