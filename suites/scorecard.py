@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from harness.stats import p50_p99
 from harness.timeline import Kind, Timeline
 from suites.checks import (
     copy_intervals,
@@ -19,7 +20,6 @@ from suites.checks import (
     first_nomination,
     first_placement,
     peak,
-    percentile,
     preempting_workers,
     provisioning_intervals,
     reservation_intervals,
@@ -94,7 +94,7 @@ def _finish(card: dict[str, Any]) -> dict[str, Any]:
     """Derive percentiles and per-placement ratios from counts and samples."""
     for key in TIMES:
         values = card["samples"][key]
-        card[key] = {"p50": _round(percentile(values, 50)), "p99": _round(percentile(values, 99))}
+        card[key] = p50_p99(values)
     placed = card["placedWorkloads"]
     for ratio, total in (
         ("nominationWritesPerPlacement", "nominationWrites"),
@@ -103,7 +103,3 @@ def _finish(card: dict[str, Any]) -> dict[str, Any]:
     ):
         card[ratio] = round(card[total] / placed, 3) if placed else None
     return card
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)

@@ -3,9 +3,10 @@ stuck, and its latency percentiles go to the report."""
 
 from __future__ import annotations
 
+from harness.stats import p50_p99
 from harness.timeline import Kind, Timeline
 from suites.checks.catalogue import check
-from suites.checks.queries import end_of, first_nomination, percentile, placed_or_ran
+from suites.checks.queries import end_of, first_nomination, placed_or_ran
 from suites.checks.verdict import Bounds, Verdict, at
 
 
@@ -47,8 +48,8 @@ def burst_liveness(tl: Timeline, b: Bounds) -> Verdict:
         "workloads": len(created),
         "placed": len(to_placement),
         "boundSeconds": bound,
-        "timeToFirstNominationSeconds": _p50_p99(to_nomination),
-        "timeToPlacementSeconds": _p50_p99(to_placement),
+        "timeToFirstNominationSeconds": p50_p99(to_nomination),
+        "timeToPlacementSeconds": p50_p99(to_placement),
     }
     if stuck:
         head = f"{len(stuck)}/{len(created)} workloads not placed within {bound:.1f}s"
@@ -56,11 +57,3 @@ def burst_liveness(tl: Timeline, b: Bounds) -> Verdict:
     if unknown:
         return Verdict.unclear(f"{unknown} workloads unplaced when observation ended", **measured)
     return Verdict.ok(**measured)
-
-
-def _p50_p99(values: list[float]) -> dict[str, float | None]:
-    return {q: _round(percentile(values, n)) for q, n in (("p50", 50), ("p99", 99))}
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)

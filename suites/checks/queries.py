@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
+from harness.stats import percentile  # noqa: F401 (re-exported: queries over figures)
 from harness.timeline import Event, Kind, Timeline
 from suites.checks.verdict import Bounds, at, joined
 
@@ -112,15 +113,6 @@ def preempting_workers(tl: Timeline) -> dict[str, float]:
     for e in tl.where(Kind.PREEMPTION):
         out.setdefault(e.cluster, e.t)
     return out
-
-
-def percentile(values: Iterable[float], q: float) -> float | None:
-    """Nearest-rank percentile (always an observed value); None without values."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def names(e: Event) -> list[str]:
