@@ -157,8 +157,10 @@ def cmd_report_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_checks(_args: argparse.Namespace) -> int:
-    for check in load_suite().catalogue.values():
+    suite = load_suite()
+    for check in suite.catalogue.values():
         print(f"{check.id:7} {check.name:28} {check.feature or 'core':22} {check.summary}")
+        print(f"{'':8}decided by: {suite.decided_by(check.id)}")
     return 0
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from harness.report import Finding
 from suites import findings, scorecard
 from suites.checks import CATALOGUE, Bounds, Check
+from suites.checks.scenarios import deciders
+from suites.expectations import ANY_TIMELINE
 
 
 class ConformanceSuite:
@@ -31,6 +33,16 @@ class ConformanceSuite:
     def timeouts(self, claims: Mapping[str, Any], slacks: Mapping[str, str] | None) -> dict:
         """The report's `timeouts`: slacks and round timeout (ValueError when invalid)."""
         return Bounds.derive(dict(claims), (), dict(slacks or {})).report_timeouts()
+
+    def decided_by(self, check_id: str) -> str:
+        """The scenario(s) deciding `check_id`, as file::test: its docstring's first line."""
+        found = [
+            f"suites/conformance/{d.module}.py::{d.test}: {d.summary}"
+            for d in deciders(self.scenarios).get(check_id, [])
+        ]
+        if check_id in ANY_TIMELINE:
+            found.append("every scenario's timeline")
+        return "; ".join(found) or "no scenario"
 
 
 suite = ConformanceSuite()

@@ -36,3 +36,15 @@ def test_usage_error_is_argparse_exit_2():
     with pytest.raises(SystemExit) as exc:
         cli.main(["up", "--workers", "many"])
     assert exc.value.code == 2
+
+
+def test_checks_lists_the_catalogue_with_the_scenario_that_decides_each(capsys):
+    code = cli.main(["checks"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and len(lines) == 2 * 21
+    at = lines.index(next(line for line in lines if line.startswith("EXT-07 ")))
+    assert (
+        lines[at + 1].strip().startswith("decided by: suites/conformance/test_ordering.py::test_")
+    )
+    core_02 = lines.index(next(line for line in lines if line.startswith("CORE-02 ")))
+    assert lines[core_02 + 1].strip() == "decided by: every scenario's timeline"
