@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from harness import __version__
+from harness.session import Result
 from harness.suite import load as load_suite
 from harness.timeline import MANAGER, Event, Kind, Timeline
 
@@ -31,10 +32,15 @@ if TYPE_CHECKING:
 API_VERSION = "mkdc/v1alpha1"
 KIND = "ConformanceReport"
 
-PASSED, FAILED, SKIPPED, NOT_SUPPORTED = "passed", "failed", "skipped", "not-supported"
+PASSED, FAILED, SKIPPED, NOT_SUPPORTED = (
+    Result.PASSED,
+    Result.FAILED,
+    Result.SKIPPED,
+    Result.NOT_SUPPORTED,
+)
 # the scenario broke before this check's decision point: neither passed nor failed
-UNDECIDED = "undecided"
-RESULTS = (PASSED, FAILED, UNDECIDED, SKIPPED, NOT_SUPPORTED)
+UNDECIDED = Result.UNDECIDED
+RESULTS = tuple(Result)
 ERROR = "error"  # the run could not judge the dispatcher at all (e.g. it died at start)
 SUMMARY_RESULTS = ("passed", "partial", "failed", ERROR)
 _SUMMARY_KEYS = {

@@ -29,17 +29,16 @@ from harness.multikueue import API as KUEUE_API
 from harness.procs import Supervisor
 from harness.profile import SHARED, Profile, load_profile
 from harness.report import UNDECIDED, CheckResult, Report
+from harness.session import SESSION_ENV, Result, Session, selects
 from harness.suite import load as load_suite
 from harness.timeline import Timeline
 
 SESSION_FILE = "session.json"
 DEFAULT_WORKERS = 4
-# the worst result of a check over its scenarios is its result
 NO_RECORD = (
     "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
     "marked with @pytest.mark.checks for it, or that scenario was not collected)"
 )
-RESULT_ORDER = {"failed": 0, "undecided": 1, "passed": 2, "skipped": 3, "not-supported": 4}
 
 
 @dataclass
@@ -153,23 +152,22 @@ def run(opts: Options) -> int:
         handlers = _control_handlers(provider, runner)
         server = control.Server(env.run_dir, handlers)
         stack.callback(server.close)
-        session = {
-            "environment": str(env.run_dir),
-            "profile": str(profile.path),
-            "runId": run_id,
-            "reportDir": str(report_dir),
-            "dispatcherUsers": sorted(users),
-            "capabilities": sorted(getattr(provider, "capabilities", ())),
-            "control": {"address": server.address, "key": server.key.hex()},
-            "slacks": opts.slacks or {},
-            "checks": list(opts.checks),
-            "skipChecks": list(opts.skip_checks),
-            "full": opts.full,
-            "workerSecrets": env.info.get("workerSecrets", {}),
-        }
-        session_file = env.run_dir / SESSION_FILE
-        session_file.write_text(json.dumps(session))
-        session_file.chmod(0o600)
+        session = Session(
+            environment=env.run_dir,
+            profile=profile.path,
+            run_id=run_id,
+            report_dir=report_dir,
+            control_address=server.address,
+            control_key=server.key,
+            dispatcher_users=users,
+            capabilities=frozenset(getattr(provider, "capabilities", ())),
+            slacks=opts.slacks or {},
+            checks=opts.checks,
+            skip_checks=opts.skip_checks,
+            full=opts.full,
+            worker_secrets=env.info.get("workerSecrets", {}),
+        )
+        session_file = session.write(env.run_dir / SESSION_FILE)
         parallel = opts.parallel
         if profile.environment.worker_cluster_queue and parallel > 1:
             # one ClusterQueue name on every worker: scenarios cannot each have their own
@@ -301,7 +299,7 @@ def _pytest(session_file: Path, parallel: int) -> int:
     """Scenarios in parallel, then those that kill the dispatcher, alone."""
     scenarios = str(load_suite().scenarios)
     base = [sys.executable, "-m", "pytest", scenarios, "-q", "-rfE", "-p", "no:cacheprovider"]
-    env = {**os.environ, "MKDC_SESSION": str(session_file)}
+    env = {**os.environ, SESSION_ENV: str(session_file)}
     shared = [*base, "-m", "not exclusive"]
     if parallel > 1:
         shared += ["-n", str(parallel)]
@@ -332,7 +330,8 @@ def build_report(
         by_check.setdefault(record["check"], []).append(record)
     results = []
     for check_id, check in suite.catalogue.items():
-        recs = sorted(by_check.get(check_id, []), key=lambda r: RESULT_ORDER[r["result"]])
+        # the worst result of a check over its scenarios is its result
+        recs = sorted(by_check.get(check_id, []), key=lambda r: Result(r["result"]).rank)
         if not recs:
             if _due(check_id, check.feature, profile, opts):
                 results.append(CheckResult(check_id, check.name, UNDECIDED, NO_RECORD))
@@ -370,8 +369,8 @@ def build_report(
 
 def _due(check_id: str, feature: str | None, profile: Profile, opts: Options) -> bool:
     """Whether this run was to decide the check: selected, and core or claimed."""
-    selected = (not opts.checks or check_id in opts.checks) and check_id not in opts.skip_checks
-    return selected and (feature is None or profile.claims.claims(feature))
+    chosen = selects(check_id, opts.checks, opts.skip_checks)
+    return chosen and (feature is None or profile.claims.claims(feature))
 
 
 def _timeouts(profile: Profile, opts: Options) -> dict[str, Any]:

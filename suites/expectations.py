@@ -8,11 +8,9 @@ result file per check for the report, and fails the test with every violation.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +18,12 @@ import yaml
 
 from harness.multikueue import API
 from harness.scenario import Scenario
+from harness.session import Result, Session, current
 from harness.timeline import Kind, Timeline
 from suites.checks import CATALOGUE, Bounds, Verdict, run_check
 from suites.scorecard import scorecard
 
-ANY_TIMELINE = ("CORE-01", "CORE-02", "CORE-05")
-NOT_SUPPORTED = "not-supported"  # hold on every scenario's timeline
+ANY_TIMELINE = ("CORE-01", "CORE-02", "CORE-05")  # hold on every scenario's timeline
 
 
 def bounds(sc: Scenario, **facts: Any) -> Bounds:
@@ -52,9 +50,9 @@ def skip_if_slow(sc: Scenario, seconds: float, limit: float = 150.0) -> None:
     full run. A core check always runs: its scenario takes its timing from the claims."""
     if any(CATALOGUE[c].feature is None for c in sc.checks):
         return
-    if seconds > limit and not _session()["full"]:
+    if seconds > limit and not current().full:
         record_skipped(
-            _session(), list(sc.checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
+            current(), list(sc.checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
         )
         pytest.skip(f"needs {seconds:.0f}s of the claimed timing: full run only")
 
@@ -112,7 +110,7 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
                 tl,
                 b,
                 origin,
-                result=NOT_SUPPORTED,
+                result=Result.NOT_SUPPORTED,
                 why=f"the profile does not claim {feature}",
             )
             continue
@@ -139,24 +137,13 @@ def judge_every_timeline(sc: Scenario) -> None:
             _record(sc, check_id, verdict, tl, b, origin)
 
 
-def _session() -> dict[str, Any]:
-    return json.loads(Path(os.environ["MKDC_SESSION"]).read_text())
-
-
 def _wanted(check_id: str) -> bool:
-    session = _session()
-    wanted, unwanted = set(session["checks"]), set(session["skipChecks"])
-    return (not wanted or check_id in wanted) and check_id not in unwanted
+    return current().selects(check_id)
 
 
-def _results_dir(session: dict[str, Any]) -> Path:
-    return Path(session["reportDir"]) / "results"
-
-
-def _write(session: dict[str, Any], record: dict[str, Any]) -> None:
+def _write(session: Session, record: dict[str, Any]) -> None:
     path = (
-        _results_dir(session)
-        / f"{record['scenario']}-{record['check']}-{secrets.token_hex(3)}.json"
+        session.results_dir / f"{record['scenario']}-{record['check']}-{secrets.token_hex(3)}.json"
     )
     path.write_text(json.dumps(record))
 
@@ -198,7 +185,7 @@ def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None
 
 def settle(
     check_id: str, error: str, timed_out: bool, failed: Mapping[str, str], tl: Timeline
-) -> tuple[str, str]:
+) -> tuple[Result, str]:
     """(result, message) of a check whose scenario broke and whose timeline shows no
     violation of it.
 
@@ -215,13 +202,16 @@ def settle(
         first = min(failed, key=_catalogue_order)
         others = sorted(set(failed) - {first}, key=_catalogue_order)
         also = f" (also {', '.join(others)})" if others else ""
-        return "undecided", f"undecided: {first} failed in this scenario{also}: {failed[first]}"
+        return (
+            Result.UNDECIDED,
+            f"undecided: {first} failed in this scenario{also}: {failed[first]}",
+        )
     decides = DECIDED_BY_WAIT.get(check_id)
     if timed_out and decides is not None and decides(tl):
-        return "failed", f"scenario did not complete: {error}"
+        return Result.FAILED, f"scenario did not complete: {error}"
     if timed_out:
-        return "undecided", f"undecided: a wait {check_id} needed first timed out: {error}"
-    return "undecided", f"undecided: the scenario stopped before {check_id} decided: {error}"
+        return Result.UNDECIDED, f"undecided: a wait {check_id} needed first timed out: {error}"
+    return Result.UNDECIDED, f"undecided: the scenario stopped before {check_id} decided: {error}"
 
 
 def _catalogue_order(check_id: str) -> int:
@@ -236,21 +226,27 @@ def _record(
     b: Bounds,
     origin: float,
     *,
-    result: str | None = None,
+    result: Result | None = None,
     why: str = "",
 ) -> None:
     sc.recorded.add(check_id)
     if result is None:
-        result = "passed" if verdict.passed else ("skipped" if verdict.inconclusive else "failed")
-    if result == "failed":
+        result = (
+            Result.PASSED
+            if verdict.passed
+            else (Result.SKIPPED if verdict.inconclusive else Result.FAILED)
+        )
+    if result == Result.FAILED:
         sc.failed[check_id] = why or verdict.message
     _write(
-        _session(),
+        current(),
         {
             "check": check_id,
             "scenario": sc.name,
             "result": result,
-            "message": _with_context(sc, why or (verdict.message if result != "passed" else "")),
+            "message": _with_context(
+                sc, why or (verdict.message if result != Result.PASSED else "")
+            ),
             "measured": verdict.measured,
             "durationSeconds": round(sc.ctx.recorder.now() - sc.started, 1),
             "timeline": tl.to_list(),
@@ -298,30 +294,30 @@ def _relative(tl: Timeline) -> Timeline:
     return Timeline.from_list([{**e.to_dict(), "t": e.t - t0} for e in tl])
 
 
-def record_not_supported(session: dict[str, Any], ids: list[str], feature: str | None) -> None:
+def record_not_supported(session: Session, ids: list[str], feature: str | None) -> None:
     for check_id in ids:
         _write(
             session,
             {
                 "check": check_id,
                 "scenario": "collection",
-                "result": "not-supported",
+                "result": Result.NOT_SUPPORTED,
                 "message": f"the profile does not claim {feature}",
             },
         )
 
 
-def record_skipped(session: dict[str, Any], ids: list[str], why: str) -> None:
+def record_skipped(session: Session, ids: list[str], why: str) -> None:
     for check_id in ids:
         _write(
             session,
-            {"check": check_id, "scenario": "collection", "result": "skipped", "message": why},
+            {"check": check_id, "scenario": "collection", "result": Result.SKIPPED, "message": why},
         )
 
 
 def collect_artifacts(sc: Scenario) -> None:
     """What a reader needs to see why a check failed, gathered before cleanup."""
-    out = Path(_session()["reportDir"]) / "artifacts" / sc.name
+    out = current().report_dir / "artifacts" / sc.name
     out.mkdir(parents=True, exist_ok=True)
     (out / "timeline.json").write_text(json.dumps(sc.timeline().to_list(), indent=1))
     for cluster in sc.ctx.env.clusters:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.report import Finding
+from harness.session import Result
 from harness.timeline import Event, Kind, Timeline
 from suites.checks import CATALOGUE, Bounds, created_at, first_placement, names
 
@@ -25,7 +26,7 @@ NEVER_NOMINATED_AFTER = 30.0  # seconds pending with no nomination before it cou
 QUIET_AFTER = 30.0  # seconds of dispatcher silence (at least) that count as stopped
 CONFLICTS_PER_WORKLOAD = 5  # 409s on one workload beyond a re-read-and-retry
 STORM_FACTOR, STORM_MIN = 5.0, 20  # writes per workload beyond factor x what claims need
-NOT_DECIDED = ("failed", "undecided")
+NOT_DECIDED = (Result.FAILED, Result.UNDECIDED)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from dispatchers.faulty.faults import FAULTS
+from harness.session import Result
 from suites.checks import CATALOGUE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,7 +123,10 @@ def read_report(path: Path) -> dict[str, tuple[str, str]]:
     doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     out = {}
     for check in doc.get("checks") or []:
-        if check.get("result") == "skipped" and check.get("message") == "not run in this session":
+        if (
+            check.get("result") == Result.SKIPPED
+            and check.get("message") == "not run in this session"
+        ):
             continue
         out[str(check["id"])] = (str(check["result"]), str(check.get("message") or ""))
     return out
@@ -136,21 +140,21 @@ def judge(
     problems = []
     for cid in exp.kills:
         result, message = results.get(cid, ("absent", "no scenario decided it"))
-        if result == "passed":
+        if result == Result.PASSED:
             problems.append(f"{cid} {names.get(cid, '')} survived: a hole in the check")
-        elif result != "failed":
+        elif result != Result.FAILED:
             problems.append(f"{cid} was not judged ({result}: {message or 'no reason'})")
         elif not message:
             problems.append(f"{cid} failed without saying why")
     for cid, (result, message) in results.items():
-        if result == "failed" and cid not in exp.kills:
+        if result == Result.FAILED and cid not in exp.kills:
             problems.append(f"{cid} {names.get(cid, '')} failed too: {message[:200]}")
     return problems
 
 
 def cell(result: str | None) -> str:
     """Matrix cell: failed -> killed, passed -> survived, undecided, anything else -> —."""
-    cells = {"failed": "killed", "passed": "survived", "undecided": "undecided"}
+    cells = {Result.FAILED: "killed", Result.PASSED: "survived", Result.UNDECIDED: "undecided"}
     return cells.get(result or "", "—")
 
 

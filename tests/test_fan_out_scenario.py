@@ -15,6 +15,7 @@ from harness.scenario import Context, Scenario
 from harness.timeline import MANAGER, Event, Kind, Timeline
 from suites import expectations
 from suites.conformance import test_fan_out as fan_out
+from tests.sessions import use_session
 from tests.timelines import Story
 
 KEY = "sc/wl"
@@ -90,13 +91,7 @@ class Offline(Scenario):
 
 @pytest.fixture
 def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "results").mkdir()
-    path = tmp_path / "session.json"
-    path.write_text(
-        json.dumps({"reportDir": str(tmp_path), "checks": [], "skipChecks": [], "full": False})
-    )
-    monkeypatch.setenv("MKDC_SESSION", str(path))
-    return tmp_path
+    return use_session(tmp_path, monkeypatch)
 
 
 def test_last_nominated_worker_is_the_last_of_the_scenarios_clusters_nominated() -> None:

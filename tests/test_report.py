@@ -21,6 +21,7 @@ from harness.report import (
     redact,
     verify_report,
 )
+from harness.session import Result
 from harness.timeline import MANAGER, Event, Kind, Timeline
 
 WL = "ns-1/job-<b>&x"
@@ -432,3 +433,15 @@ def test_verify_wants_the_timeouts_when_a_check_was_judged(tmp_path: Path) -> No
     ] + [CheckResult("EXT-05", cat["EXT-05"][0], "not-supported")]
     path = make_report(nothing_judged, timeouts={}).write_yaml(tmp_path / "r.yaml")
     assert verify_report(path) == []
+
+
+def test_a_result_given_as_the_enum_is_written_as_its_word(tmp_path: Path) -> None:
+    """Results are a StrEnum; YAML's safe dumper knows only plain strings."""
+    report = Report(
+        profile="p",
+        dispatcher_name="d",
+        checks=[CheckResult("CORE-01", "NominatesConfiguredOnly", Result.UNDECIDED, "why")],
+    )
+    report.write_all(tmp_path)
+    doc = yaml.safe_load((tmp_path / "report.yaml").read_text())
+    assert doc["checks"][0]["result"] == "undecided"

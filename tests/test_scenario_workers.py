@@ -19,6 +19,7 @@ from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
 from harness.scenario import Context, Scenario, name_before
 from suites import expectations
+from tests.sessions import use_session
 
 NAMES = ["east-cluster", "west-cluster", "gpu-reserved-cluster"]
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -189,11 +190,7 @@ def test_claimed_order_sorts_alphabetically_when_that_is_claimed() -> None:
 
 @pytest.fixture
 def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "results").mkdir()
-    path = tmp_path / "session.json"
-    path.write_text(json.dumps({"full": False, "reportDir": str(tmp_path)}))
-    monkeypatch.setenv("MKDC_SESSION", str(path))
-    return tmp_path / "results"
+    return use_session(tmp_path, monkeypatch) / "results"
 
 
 def test_a_core_check_is_never_skipped_for_time(session: Path) -> None:

@@ -14,6 +14,7 @@ from harness.profile import load_profile
 from harness.scenario import Context, Scenario
 from harness.timeline import MANAGER, Event, Kind, Timeline
 from suites import expectations
+from tests.sessions import use_session
 
 KEY = "sc/wl"
 WAIT = "TimeoutError: timed out after 75s waiting for sc/wl to be placed: sc/wl to be placed"
@@ -36,13 +37,7 @@ class FrozenRecorder:
 
 @pytest.fixture
 def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "results").mkdir()
-    path = tmp_path / "session.json"
-    path.write_text(
-        json.dumps({"reportDir": str(tmp_path), "checks": [], "skipChecks": [], "full": False})
-    )
-    monkeypatch.setenv("MKDC_SESSION", str(path))
-    return tmp_path
+    return use_session(tmp_path, monkeypatch)
 
 
 def scenario(checks: list[str], *events: tuple[float, Kind, dict[str, Any]]) -> Scenario:

@@ -9,12 +9,9 @@ on any timeline.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,18 +21,15 @@ from harness.errors import EnvironmentLimit
 from harness.profile import SHARED, load_profile
 from harness.recorder import Recorder
 from harness.scenario import Context, Scenario
+from harness.session import Session, current
 from harness.slots import scenario_slot
 from suites import expectations
 from suites.checks import CATALOGUE
 
 
-def _session() -> dict:
-    return json.loads(Path(os.environ["MKDC_SESSION"]).read_text())
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    session = _session()
-    profile = load_profile(session["profile"])
+    session = current()
+    profile = load_profile(session.profile)
     features = set(profile.claims.features)
     for item in items:
         decided = _decided(item, session)
@@ -47,7 +41,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             feature = CATALOGUE[decided[0]].feature
             expectations.record_not_supported(session, decided, feature)
             item.add_marker(pytest.mark.skip(reason=f"not-supported: {feature} not claimed"))
-        elif item.get_closest_marker("slow") and not session["full"]:
+        elif item.get_closest_marker("slow") and not session.full:
             expectations.record_skipped(
                 session, decided, "slow scenario: runs in the full run (--full)"
             )
@@ -63,35 +57,32 @@ def _check_ids(item: pytest.Item) -> list[str]:
     return list(marker.args) if marker else []
 
 
-def _decided(item: pytest.Item, session: dict) -> list[str]:
+def _decided(item: pytest.Item, session: Session) -> list[str]:
     """The item's checks that this session judges (--checks / --skip-checks)."""
-    wanted, unwanted = set(session["checks"]), set(session["skipChecks"])
-    return [c for c in _check_ids(item) if (not wanted or c in wanted) and c not in unwanted]
+    return [c for c in _check_ids(item) if session.selects(c)]
 
 
-def _missing_capability(item: pytest.Item, session: dict) -> bool:
+def _missing_capability(item: pytest.Item, session: Session) -> bool:
     marker = item.get_closest_marker("needs")
-    return bool(marker) and marker.args[0] not in session["capabilities"]
+    return bool(marker) and marker.args[0] not in session.capabilities
 
 
 @pytest.fixture(scope="session")
 def context() -> Iterator[Context]:
-    session = _session()
-    env = Environment.load(Path(session["environment"]))
-    users = frozenset(session["dispatcherUsers"])
-    recorder = Recorder(env, dispatcher_users=users).start()
-    address, key = session["control"]["address"], bytes.fromhex(session["control"]["key"])
-    client = control.Client(address, key)
+    session = current()
+    env = Environment.load(session.environment)
+    recorder = Recorder(env, dispatcher_users=session.dispatcher_users).start()
+    client = control.Client(session.control_address, session.control_key)
     ctx = Context(
         env=env,
-        profile=load_profile(session["profile"]),
+        profile=load_profile(session.profile),
         recorder=recorder,
-        run_id=session["runId"],
-        slacks=session["slacks"],
-        dispatcher_users=users,
-        capabilities=frozenset(session["capabilities"]),
+        run_id=session.run_id,
+        slacks=session.slacks,
+        dispatcher_users=session.dispatcher_users,
+        capabilities=session.capabilities,
         control=client,
-        worker_secrets=session.get("workerSecrets") or {},
+        worker_secrets=session.worker_secrets,
     )
     yield ctx
     recorder.stop()
@@ -138,7 +129,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
     try:
         return (yield)
     except EnvironmentLimit as err:
-        session = _session()
+        session = current()
         expectations.record_skipped(session, _decided(pyfuncitem, session), f"environment: {err}")
         pytest.skip(f"environment: {err}")
 
