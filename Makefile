@@ -31,13 +31,13 @@ lint: setup
 	cd $(GO_EXAMPLE) && go vet ./...
 
 unit: setup
-	$(BIN)/pytest tests -q
+	$(BIN)/pytest tests -m "not e2e" -q
 
 # Unit tests (the Go example's, then Python's), then the quick e2e subset against
 # real local clusters, then a few faulty dispatchers that the suite must reject.
 test: bins lint
 	cd $(GO_EXAMPLE) && go test ./...
-	$(BIN)/pytest tests suites -m "not slow" -q -rfE
+	$(BIN)/pytest tests -m "not slow" -q -rfE
 	$(BIN)/python -m suites.selftest --quick
 
 e2e: bins

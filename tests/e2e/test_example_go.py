@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from harness.report import verify_report
-from suites.mkdc_cli import assert_conforms, mkdc_run, report_of, results_of
+from tests.e2e.mkdc_cli import assert_conforms, mkdc_run, report_of, results_of
 
 CORE_SUBSET = "CORE-01,CORE-03,CORE-04,CORE-07,CORE-08"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from suites.mkdc_cli import PROFILES, assert_conforms, mkdc_run, report_of, results_of
+from tests.e2e.mkdc_cli import PROFILES, assert_conforms, mkdc_run, report_of, results_of
 
 QUICK = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07"
 

@@ -11,7 +11,7 @@ import pytest
 
 from harness import inventory
 from harness.local import LocalProvider, running
-from suites.mkdc_cli import mkdc_run
+from tests.e2e.mkdc_cli import mkdc_run
 
 REFERENCE = "mkdc.example/reference"
 CHECKS = "CORE-01,CORE-04,EXT-05"

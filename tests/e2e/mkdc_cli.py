@@ -12,7 +12,7 @@ import yaml
 
 from harness.report import verify_report
 
-PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
+PROFILES = Path(__file__).resolve().parents[2] / "dispatchers" / "profiles"
 
 
 def mkdc_run(

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from harness.report import verify_report
-from suites.mkdc_cli import PROFILES, mkdc_run, report_of, results_of
+from tests.e2e.mkdc_cli import PROFILES, mkdc_run, report_of, results_of
 
 VENV_PYTHON = str(Path(sys.prefix) / "bin" / "python")
 READ_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
@@ -29,7 +29,7 @@ def secret_reader_profile(tmp_path: Path, rbac: dict | None) -> Path:
     command = doc["spec"]["run"]["command"]
     assert "--kubeconfig" not in command  # in-cluster config only
     # its own virtualenv's interpreter, by path: a symlink whose target lacks the packages
-    doc["spec"]["run"]["command"] = [VENV_PYTHON, "-m", "suites.vendor_like.secret_reader"]
+    doc["spec"]["run"]["command"] = [VENV_PYTHON, "-m", "tests.e2e.vendor_like.secret_reader"]
     doc["spec"]["run"]["command"] += command[3:]
     if rbac is not None:
         doc["spec"]["run"]["rbac"] = rbac
