@@ -1,12 +1,29 @@
-"""A session file for scenario code run without clusters, as `mkdc run` writes one."""
+"""Scenario code run without clusters: the session file `mkdc run` would write, and a
+recorder whose timeline the test gives."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from harness.session import SESSION_ENV, Session
+from harness.timeline import Event, Timeline
+
+
+class FrozenRecorder:
+    """A recorder whose timeline is given; `now` is 200 s after its start."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic() - 200
+        self.events: list[Event] = []
+
+    def now(self) -> float:
+        return self.started + 200
+
+    def snapshot(self, namespace: str | None = None) -> Timeline:
+        return Timeline(self.events)
 
 
 def use_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **fields: object) -> Path:

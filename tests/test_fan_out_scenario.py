@@ -4,7 +4,6 @@ none it ends with a timed-out wait that says so (EXT-02 undecided), not an Index
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,24 +14,10 @@ from harness.scenario import Context, Scenario
 from harness.timeline import MANAGER, Event, Kind, Timeline
 from suites import expectations
 from suites.conformance import test_fan_out as fan_out
-from tests.sessions import use_session
+from tests.sessions import FrozenRecorder, use_session
 from tests.timelines import Story
 
 KEY = "sc/wl"
-
-
-class FrozenRecorder:
-    """A recorder whose timeline is given."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic() - 200
-        self.events: list[Event] = []
-
-    def now(self) -> float:
-        return self.started + 200
-
-    def snapshot(self, namespace: str | None = None) -> Timeline:
-        return Timeline(self.events)
 
 
 class Autoscaler:

@@ -4,7 +4,6 @@ undecided, and what the undecided ones say."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +13,11 @@ from harness.profile import load_profile
 from harness.scenario import Context, Scenario
 from harness.timeline import MANAGER, Event, Kind, Timeline
 from suites import expectations
-from tests.sessions import use_session
+from tests.sessions import FrozenRecorder, use_session
 
 KEY = "sc/wl"
 WAIT = "TimeoutError: timed out after 75s waiting for sc/wl to be placed: sc/wl to be placed"
 USER = "system:serviceaccount:kueue-system:mkdc-dispatcher-0"
-
-
-class FrozenRecorder:
-    """A recorder whose timeline is given; `now` is 200 s after its start."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic() - 200
-        self.events: list[Event] = []
-
-    def now(self) -> float:
-        return self.started + 200
-
-    def snapshot(self, namespace: str | None = None) -> Timeline:
-        return Timeline(self.events)
 
 
 @pytest.fixture
