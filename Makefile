@@ -27,6 +27,7 @@ doctor: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	@test -z "$$(gofmt -l $(GO_EXAMPLE))" || { gofmt -l $(GO_EXAMPLE); echo "gofmt: run gofmt -w $(GO_EXAMPLE)"; exit 1; }
 	cd $(GO_EXAMPLE) && go vet ./...
 

@@ -9,6 +9,7 @@ provider, unlike client certificates that need the cluster's CA key.
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,11 +179,7 @@ def create(
         )
         token = kube.wait_for(
             f"a token for {account_name(i)}",
-            lambda i=i, request=request: (
-                core.create_namespaced_service_account_token(
-                    account_name(i), namespace, request
-                ).status.token
-            ),
+            functools.partial(_request_token, core, account_name(i), namespace, request),
             timeout=30,
         )
         config = token_kubeconfig(manager.kubeconfig, account_name(i), token)
@@ -195,6 +192,19 @@ def create(
             (sa_dir / name).chmod(0o600)
         creds.append(Credentials(kubeconfig, sa_dir, config["clusters"][0]["cluster"]["server"]))
     return creds
+
+
+def _request_token(
+    core: client.CoreV1Api,
+    account: str,
+    namespace: str,
+    request: client.AuthenticationV1TokenRequest,
+) -> str:
+    """A token for `account` from the TokenRequest API (which answers with one or fails)."""
+    status = core.create_namespaced_service_account_token(account, namespace, request).status
+    if status is None or status.token is None:
+        raise ValueError(f"the TokenRequest for {account} came back without a token")
+    return status.token
 
 
 def _ca_bundle(config: dict[str, Any]) -> str:

@@ -32,7 +32,7 @@ from harness.versions import Versions
 MANAGER = "manager"
 Progress = Callable[[str], None]
 
-AUDIT_POLICY = {
+AUDIT_POLICY: dict[str, Any] = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
     "omitStages": ["RequestReceived"],

@@ -448,7 +448,7 @@ class _Validator:
             return ()
         if not isinstance(value, list):
             self.fail(where, f"must be a list of PolicyRules, got {_type(value)}")
-        keys = ("apiGroups", "resources", "resourceNames", "verbs")
+        keys: tuple[str, ...] = ("apiGroups", "resources", "resourceNames", "verbs")
         keys += () if namespaced else ("nonResourceURLs",)
         rules = []
         for i, raw in enumerate(value):

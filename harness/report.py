@@ -43,7 +43,7 @@ UNDECIDED = Result.UNDECIDED
 RESULTS = tuple(Result)
 ERROR = "error"  # the run could not judge the dispatcher at all (e.g. it died at start)
 SUMMARY_RESULTS = ("passed", "partial", "failed", ERROR)
-_SUMMARY_KEYS = {
+_SUMMARY_KEYS: dict[str, str] = {  # keyed by Result, looked up by a check's result text
     PASSED: "passed",
     FAILED: "failed",
     UNDECIDED: "undecided",
@@ -477,7 +477,7 @@ def verify_report_data(doc: Any) -> list[str]:
     for key in ("implementation", "environment", "claims", "timeouts", "summary", "scorecard"):
         if not isinstance(doc.get(key), dict):
             add(f"{key}: required mapping")
-    environment = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
+    environment = _mapping(doc.get("environment"))
     for key, kind in ENVIRONMENT_FIELDS.items():
         value = environment.get(key)
         if isinstance(value, bool) or not isinstance(value, kind):
@@ -526,7 +526,7 @@ def verify_report_data(doc: Any) -> list[str]:
     if judged and doc.get("timeouts") == {}:
         add(f"timeouts: empty, but {len(judged)} check(s) were judged with slacks and timeouts")
 
-    summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
+    summary = _mapping(doc.get("summary"))
     expected = summarize(valid, cat)
     if summary.get("result") not in SUMMARY_RESULTS:
         add(f"summary.result: {summary.get('result')!r} not one of {', '.join(SUMMARY_RESULTS)}")
@@ -545,7 +545,7 @@ def verify_report_data(doc: Any) -> list[str]:
             add(f"summary.{key}: {value}, but the checks count {expected[key]}")
 
     problems += _verify_findings(doc.get("findings", []))
-    scorecard = doc.get("scorecard") if isinstance(doc.get("scorecard"), dict) else {}
+    scorecard = _mapping(doc.get("scorecard"))
     for key in SCORECARD_NUMBERS:
         if key not in scorecard:
             add(f"scorecard.{key}: missing")
@@ -585,6 +585,11 @@ def _verify_findings(findings: Any) -> list[str]:
             elif key == "checks" and (unknown := [v for v in value if v not in cat]):
                 problems.append(f"{where}.checks: unknown check id(s) {', '.join(unknown)}")
     return problems
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    """`value` if it is a mapping (as YAML loads one), else an empty one to read from."""
+    return value if isinstance(value, dict) else {}
 
 
 def _number_or_null(value: Any) -> bool:

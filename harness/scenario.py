@@ -94,7 +94,7 @@ class Context:
     profile: Profile
     recorder: Recorder
     run_id: str
-    slacks: dict[str, float] = field(default_factory=dict)
+    slacks: Mapping[str, float | str] = field(default_factory=dict)  # durations allowed
     dispatcher_users: frozenset[str] = frozenset()
     capabilities: frozenset[str] = frozenset()
     control: Any = None  # harness.control.Client when the runner offers one

@@ -427,7 +427,7 @@ def write_storm(run: Run) -> Finding | None:
             count = len(mine) if run.users else len(tl.where(Kind.NOMINATION))
             placement = first_placement(tl)
             pending = (placement.t if placement else v.observed_until) - created_at(tl)
-            rounds = math.ceil(len(v.config) / step) + 1
+            rounds: float = math.ceil(len(v.config) / step) + 1
             if b.round_timeout:
                 rounds += pending / b.round_timeout
             if count >= STORM_MIN and count > STORM_FACTOR * (rounds + 2):

@@ -9,7 +9,7 @@ across scenarios; a report writer may drop `samples`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.stats import p50_p99
@@ -80,7 +80,7 @@ def scorecard(timeline: Timeline, dispatcher_users: set[str] | frozenset[str]) -
     return _finish(card)
 
 
-def merge_scorecards(cards: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def merge_scorecards(cards: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals across scenarios: peaks by max, counts summed, percentiles over all samples."""
     cards = list(cards)
     merged: dict[str, Any] = {key: max((c[key] for c in cards), default=0) for key in PEAKS}

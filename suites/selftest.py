@@ -154,7 +154,11 @@ def judge(
 
 def cell(result: str | None) -> str:
     """Matrix cell: failed -> killed, passed -> survived, undecided, anything else -> —."""
-    cells = {Result.FAILED: "killed", Result.PASSED: "survived", Result.UNDECIDED: "undecided"}
+    cells: dict[str, str] = {
+        Result.FAILED: "killed",
+        Result.PASSED: "survived",
+        Result.UNDECIDED: "undecided",
+    }
     return cells.get(result or "", "—")
 
 

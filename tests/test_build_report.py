@@ -6,19 +6,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
+from harness.environment import Environment
 from harness.profile import load_profile
 from harness.run import Options, build_report
 from suites.checks import Bounds
 from tests.timelines import Story
 
-ENV = SimpleNamespace(
-    provider="local",
-    kubernetes_version="v1.36.3",
-    kueue_version="v0.19.2",
-    workers=[SimpleNamespace(name=f"w{i}") for i in range(4)],
-    nomination_write_mode="admission-policy",
+ENV = cast(  # what build_report reads of the environment
+    Environment,
+    SimpleNamespace(
+        provider="local",
+        kubernetes_version="v1.36.3",
+        kueue_version="v0.19.2",
+        workers=[SimpleNamespace(name=f"w{i}") for i in range(4)],
+        nomination_write_mode="admission-policy",
+    ),
 )
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
+from kubernetes.dynamic import DynamicClient
+from urllib3 import HTTPConnectionPool
 from urllib3.exceptions import MaxRetryError
 
 from harness import existing
@@ -80,7 +82,7 @@ def kubeconfigs(tmp_path: Path) -> dict[str, tuple[Path, str | None]]:
 def provider(args, dyns: dict[str, FakeDyn], dispatcher: str = DISPATCHER) -> ExistingProvider:
     def connect(c: Cluster) -> Any:
         fake = dyns[c.name]
-        c.dyn = fake  # type: ignore[misc]
+        c.dyn = cast(DynamicClient, fake)
         return fake
 
     return ExistingProvider(args, dispatcher, connect=connect, purge_timeout=5)
@@ -227,7 +229,10 @@ def test_missing_kubeconfig(kubeconfigs):
 def test_unreachable_cluster(kubeconfigs):
     def refuse(c: Cluster) -> Any:
         if c.name == "w1":
-            raise MaxRetryError(None, "/version", "Connection refused\nsecond line")
+            pool = HTTPConnectionPool("127.0.0.1")
+            raise MaxRetryError(
+                pool, "/version", ConnectionRefusedError("Connection refused\nsecond line")
+            )
         return fakes()[c.name]
 
     p = ExistingProvider(kubeconfigs, DISPATCHER, connect=refuse)

@@ -89,7 +89,7 @@ def test_last_nominated_worker_is_the_last_of_the_scenarios_clusters_nominated()
 
 
 def test_the_last_nominated_worker_provisions(monkeypatch: pytest.MonkeyPatch) -> None:
-    judged = []
+    judged: list[Scenario] = []
     monkeypatch.setattr(fan_out, "conforms", judged.append)
     sc = Offline(["sc-w1"], ["sc-w1", "sc-w2"])
     fan_out.test_no_simultaneous_autoscaling(sc)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes.client.rest import ApiException
+from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from harness import inventory
@@ -145,7 +146,7 @@ def env_with(tmp_path: Path, dyns: dict[str, FakeDyn]) -> Environment:
         c = Cluster(
             name, tmp_path / f"{name}.kubeconfig", "manager" if name == "manager" else "worker"
         )
-        c.dyn = dyn  # type: ignore[misc]  # replaces the cached client
+        c.dyn = cast(DynamicClient, dyn)  # replaces the cached client
         clusters.append(c)
     return Environment("fake", tmp_path, clusters[0], clusters[1:], "v1.36.3", "v0.19.2", None)
 
@@ -180,7 +181,11 @@ def populated() -> list[dict[str, Any]]:
 
 
 def test_label_adds_the_run_label_without_touching_the_input():
-    doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n", "labels": {"a": "b"}}}
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "n", "labels": {"a": "b"}},
+    }
     out = inventory.label(doc, "r1")
     assert out["metadata"]["labels"] == {"a": "b", RUN_LABEL: "r1"}
     assert doc["metadata"]["labels"] == {"a": "b"}

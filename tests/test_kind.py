@@ -109,10 +109,17 @@ def manifests(tmp_path: Path) -> toolchain.Manifests:
     )
 
 
-def make(manifests, runner=None, *, tools=("kind", "docker", "kubectl"), **kw) -> KindProvider:
+class RecordingProvider(KindProvider):
+    """The provider, keeping what it wired and how long it slept."""
+
+    wired: list[Environment]
+    sleeps: list[float]
+
+
+def make(manifests, runner=None, *, tools=("kind", "docker", "kubectl"), **kw) -> RecordingProvider:
     wired: list[Environment] = []
     sleeps: list[float] = []
-    p = KindProvider(
+    p = RecordingProvider(
         kw.pop("v", V),
         workers=kw.pop("workers", 2),
         dispatcher_name=DISPATCHER,
@@ -125,7 +132,7 @@ def make(manifests, runner=None, *, tools=("kind", "docker", "kubectl"), **kw) -
         parallel=kw.pop("parallel", False),
         **kw,
     )
-    p.wired, p.sleeps = wired, sleeps  # type: ignore[attr-defined]
+    p.wired, p.sleeps = wired, sleeps
     return p
 
 

@@ -364,14 +364,16 @@ def test_kueue_admission_variant_differs_from_reference_only_in_how_it_writes() 
     assert variant.nomination_writes == "kueue-admission" != base.nomination_writes
     assert variant.claims == base.claims and variant.knobs == base.knobs
     assert variant.dispatcher_name == base.dispatcher_name
+    assert base.run is not None and variant.run is not None
     swapped = ["kueue-admission" if arg == "admission-policy" else arg for arg in base.run.command]
     assert list(variant.run.command) == swapped
 
 
 def test_pod_environment_is_the_default_and_can_be_turned_off(tmp_path: Path) -> None:
-    assert load_profile(write(tmp_path, VALID)).run.pod_environment is True
-    off = load_profile(write(tmp_path, mutated("spec.run.podEnvironment", False)))
-    assert off.run.pod_environment is False
+    on = load_profile(write(tmp_path, VALID)).run
+    assert on is not None and on.pod_environment is True
+    off = load_profile(write(tmp_path, mutated("spec.run.podEnvironment", False))).run
+    assert off is not None and off.pod_environment is False
 
 
 def test_declared_privileges_and_cluster_names_load(tmp_path: Path) -> None:
@@ -383,10 +385,12 @@ def test_declared_privileges_and_cluster_names_load(tmp_path: Path) -> None:
     profile = load_profile(write(tmp_path, doc))
     assert profile.environment.cluster_scope == "shared"
     assert load_profile(write(tmp_path, VALID)).environment.cluster_scope == "per-scenario"
+    assert profile.run is not None
     assert profile.run.rbac.namespace_rules == (secrets,)
     assert profile.run.rbac.cluster_rules == (nodes,)
     assert profile.environment.clusters == ("east-cluster", "west-cluster")
-    assert not load_profile(write(tmp_path, VALID)).run.rbac
+    plain = load_profile(write(tmp_path, VALID)).run
+    assert plain is not None and not plain.rbac
 
 
 def test_a_virtualenv_interpreter_keeps_its_path(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ watches of Workloads READ events."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.local import AUDIT_POLICY
 from harness.recorder import audit_events, audit_forbidden, audit_read, audit_write
 from harness.timeline import Kind
@@ -22,14 +24,21 @@ ENTRY = {
 }
 
 
+def written(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """audit_write's event for an entry that must be a write."""
+    event = audit_write(entry)
+    assert event is not None
+    return event
+
+
 def test_a_rejected_status_write_keeps_the_names_it_asked_for() -> None:
-    key, data = audit_write(ENTRY)
+    key, data = written(ENTRY)
     assert key == "ns/wl"
     assert data["code"] == 422 and data["subresource"] == "status" and len(data["names"]) == 21
 
 
 def test_writes_without_a_list_and_other_stages_or_resources() -> None:
-    _, data = audit_write({**ENTRY, "requestObject": {"metadata": {"annotations": {}}}})
+    _, data = written({**ENTRY, "requestObject": {"metadata": {"annotations": {}}}})
     assert "names" not in data
     assert audit_write({**ENTRY, "stage": "RequestReceived"}) is None
     assert audit_write({**ENTRY, "objectRef": {"resource": "jobs"}}) is None
@@ -109,7 +118,7 @@ def test_a_refused_workload_write_is_a_write_and_forbidden_keeping_the_message()
 def test_a_get_of_a_workload_is_not_a_write() -> None:
     # the audit policy logs every request of a dispatcher identity now, reads included
     assert audit_write({**ENTRY, "verb": "get"}) is None
-    assert "message" not in audit_write(ENTRY)[1]  # type: ignore[index]
+    assert "message" not in written(ENTRY)[1]
 
 
 def test_the_audit_policy_logs_every_request_of_a_dispatcher_identity() -> None:

@@ -94,9 +94,9 @@ def test_concurrent_takeover_has_one_winner() -> None:
     clock.now += 16
     stale = store.get()
     assert b.tick()
-    store.get = lambda: stale  # type: ignore[method-assign]  # c read before b wrote
+    store.get = lambda: stale  # c read before b wrote
     assert not c.tick()
-    store.get = Store.get.__get__(store)  # type: ignore[method-assign]
+    store.get = Store.get.__get__(store)
     assert store.record is not None and store.record.holder == "b"
 
 

@@ -105,7 +105,8 @@ def test_urgency_added_while_processing_is_kept() -> None:
 
 
 def test_token_bucket_bounds_the_rate() -> None:
-    clock, slept = Clock(), []
+    clock = Clock()
+    slept: list[float] = []
     bucket = TokenBucket(qps=2, burst=3, clock=clock, sleep=slept.append)
     for _ in range(3):
         bucket.take()

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 import yaml
 
 from harness import kube, run
+from harness.environment import Environment
 from harness.errors import UserError
-from harness.profile import load_profile
+from harness.profile import Profile, load_profile
 
 PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
 
 
-def shaped(tmp_path: Path, environment: dict) -> object:
+def shaped(tmp_path: Path, environment: dict) -> Profile:
     doc = yaml.safe_load((PROFILES / "reference.yaml").read_text())
     doc["spec"]["environment"] = environment
     path = tmp_path / "shaped.yaml"
@@ -25,13 +27,15 @@ def shaped(tmp_path: Path, environment: dict) -> object:
 
 def test_fake_nodes_offer_the_declared_extended_resource(tmp_path: Path) -> None:
     gpu = shaped(tmp_path, {"resource": "nvidia.com/gpu"})
-    assert run._node_capacity(gpu)["nvidia.com/gpu"] == "64"
+    capacity = run._node_capacity(gpu)
+    assert capacity is not None and capacity["nvidia.com/gpu"] == "64"
     assert run._node_capacity(shaped(tmp_path, {"resource": "cpu"})) is None
 
 
 def test_an_api_version_the_manager_does_not_serve_is_a_user_error(monkeypatch) -> None:
     monkeypatch.setattr(kube, "served_versions", lambda dyn, group: ["v1beta2", "v1beta1"])
-    env = SimpleNamespace(manager=SimpleNamespace(dyn=None), kueue_version="v0.19.2")
+    fields = SimpleNamespace(manager=SimpleNamespace(dyn=None), kueue_version="v0.19.2")
+    env = cast(Environment, fields)  # all _require_api_version reads
     run._require_api_version(env, "v1beta1")
     run._require_api_version(env, None)
     with pytest.raises(UserError, match="v1alpha1 is not served by Kueue v0.19.2 .*v1beta2"):
@@ -63,7 +67,7 @@ def test_workers_are_named_as_the_profile_names_them(tmp_path: Path) -> None:
 
 def test_a_dispatcher_dead_at_start_leaves_its_log_and_a_report(tmp_path: Path) -> None:
     from harness.dispatcher import StartFailure
-    from harness.environment import Cluster, Environment
+    from harness.environment import Cluster
 
     run_dir = tmp_path / "run"
     (run_dir / "logs").mkdir(parents=True)

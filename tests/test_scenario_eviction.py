@@ -4,11 +4,14 @@ keeps (Kueue v0.17.1's stranded workload) is an environment limit, not a failed 
 from __future__ import annotations
 
 import time
+from typing import Any, cast
 
 import pytest
 
+from harness.environment import Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
+from harness.recorder import Recorder
 from harness.scenario import Context, Scenario
 from harness.timeline import MANAGER, Event, Kind, Timeline
 
@@ -29,11 +32,16 @@ class FrozenRecorder:
         return Timeline(self.events)
 
 
-def scenario_with(*events: tuple[float, Kind, dict]) -> Scenario:
+def scenario_with(*events: tuple[float, Kind, dict[str, Any]]) -> Scenario:
     recorder = FrozenRecorder([])
     t0 = recorder.started
     recorder.events = [Event(t0 + t, MANAGER, kind, KEY, data) for t, kind, data in events]
-    ctx = Context(env=None, profile=load_profile("reference"), recorder=recorder, run_id="r")
+    ctx = Context(
+        env=cast(Environment, None),  # waiting after an eviction never touches the clusters
+        profile=load_profile("reference"),
+        recorder=cast(Recorder, recorder),
+        run_id="r",
+    )
     scenario = Scenario(ctx, "ns")
     scenario.jobs = {"job": KEY}
     return scenario
@@ -43,7 +51,7 @@ def placed_twice(tl: Timeline) -> bool:
     return len(tl.of(KEY).where_placed()) >= 2
 
 
-EVICTED_ON_W1 = [
+EVICTED_ON_W1: list[tuple[float, Kind, dict[str, Any]]] = [
     (1, Kind.QUOTA_RESERVED, {"reserved": True}),
     (2, Kind.PLACEMENT, {"cluster": "w1"}),
     (3, Kind.PLACEMENT, {"cluster": ""}),

@@ -5,12 +5,13 @@ change the cluster set."""
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from harness import scenario as scenario_module
 from harness.profile import load_profile
+from harness.recorder import Recorder as HarnessRecorder
 from harness.scenario import SHARED_SCOPE, Context, Scenario
 from tests.test_scenario_workers import NAMES, FakeCluster, Items, Recorder, environment
 
@@ -37,7 +38,15 @@ class PatchingCluster(FakeCluster):
         return SimpleNamespace(get=base.get, patch=patch)
 
 
-def shared_scenario(monkeypatch: pytest.MonkeyPatch) -> tuple[Scenario, list[dict[str, Any]]]:
+class SharedScenario(Scenario):
+    """A scenario that keeps the queues it waited for (cluster queue, local queue)."""
+
+    waited: list[tuple[str, str]]
+
+
+def shared_scenario(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[SharedScenario, list[dict[str, Any]]]:
     created: list[dict[str, Any]] = []
     monkeypatch.setattr(scenario_module.kube, "apply", lambda dyn, doc: created.append(doc))
     monkeypatch.setattr(scenario_module.kube, "delete", lambda *a, **k: None)
@@ -52,9 +61,10 @@ def shared_scenario(monkeypatch: pytest.MonkeyPatch) -> tuple[Scenario, list[dic
     env = environment(NAMES)
     mkcs = [{"metadata": {"name": n, "labels": {"team": "x"}, "annotations": {}}} for n in NAMES]
     env.manager = PatchingCluster("manager", {"MultiKueueCluster": mkcs})
-    ctx = Context(env=env, profile=load_profile("reference"), recorder=Recorder(), run_id="r")
-    sc = Scenario(ctx, "ordered-dispatch-ab12", shared=True)
-    sc.waited = waited  # type: ignore[attr-defined]
+    recorder = cast(HarnessRecorder, Recorder())
+    ctx = Context(env=env, profile=load_profile("reference"), recorder=recorder, run_id="r")
+    sc = SharedScenario(ctx, "ordered-dispatch-ab12", shared=True)
+    sc.waited = waited
     return sc, created
 
 
@@ -85,6 +95,7 @@ def test_knobs_on_shared_clusters_are_put_back(monkeypatch) -> None:
     sc, _ = shared_scenario(monkeypatch)
     sc.with_workers(NAMES, tiers={"east-cluster": 2}, timeouts={"west-cluster": "20s"})
     manager = sc.manager
+    assert isinstance(manager, FakeCluster)
     east = manager.objects["MultiKueueCluster"][0]["metadata"]
     assert east["labels"] == {"team": "x", "mkdc.example/tier": "2"}
     assert sc.tiers == {"east-cluster": 2} and sc.timeouts == {"west-cluster": 20.0}

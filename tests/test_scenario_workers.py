@@ -7,16 +7,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from kubernetes.dynamic import DynamicClient
 
 from harness import scenario as scenario_module
 from harness.environment import Cluster, Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
+from harness.recorder import Recorder as HarnessRecorder
 from harness.scenario import Context, Scenario, name_before
 from suites import expectations
 from tests.sessions import use_session
@@ -52,7 +55,7 @@ class FakeCluster(Cluster):
     def __init__(self, name: str, objects: dict[str, list[dict[str, Any]]]) -> None:
         super().__init__(name, Path("/nonexistent"), "manager")
         self.objects = objects
-        self.dyn = SimpleNamespace(cluster=name)  # type: ignore[misc]
+        self.dyn = cast(DynamicClient, SimpleNamespace(cluster=name))
 
     def resource(self, api_version: str, kind: str) -> Any:
         items = self.objects.get(kind, [])
@@ -65,7 +68,7 @@ class FakeCluster(Cluster):
         return SimpleNamespace(get=get)
 
 
-def environment(names: list[str], mkcs: list[str] = ()) -> Environment:
+def environment(names: Sequence[str], mkcs: Sequence[str] = ()) -> Environment:
     secrets = [
         {"metadata": {"name": f"multikueue-{n}"}, "data": {"kubeconfig": f"of-{n}"}} for n in names
     ]
@@ -73,13 +76,18 @@ def environment(names: list[str], mkcs: list[str] = ()) -> Environment:
         "manager",
         {"Secret": secrets, "MultiKueueCluster": [{"metadata": {"name": m}} for m in mkcs]},
     )
-    workers = [FakeCluster(n, {}) for n in names]
+    workers: list[Cluster] = [FakeCluster(n, {}) for n in names]
     return Environment("local", Path("/tmp"), manager, workers, "v1.36.3", "v0.19.2", "x")
 
 
-def make(profile: str = "reference", names: list[str] = NAMES, mkcs: list[str] = ()) -> Scenario:
+def make(
+    profile: str = "reference", names: Sequence[str] = NAMES, mkcs: Sequence[str] = ()
+) -> Scenario:
     ctx = Context(
-        env=environment(names, mkcs), profile=load_profile(profile), recorder=Recorder(), run_id="r"
+        env=environment(names, mkcs),
+        profile=load_profile(profile),
+        recorder=cast(HarnessRecorder, Recorder()),
+        run_id="r",
     )
     return Scenario(ctx, "nominates-configured-only-ab12")
 
@@ -150,7 +158,8 @@ def test_decoys_sort_first_sit_in_the_best_tier_and_stay_outside_the_config(
     assert mkc["spec"]["clusterSource"]["kubeConfig"]["location"] == secret["metadata"]["name"]
     quota = by_kind[("east-cluster", "ClusterQueue")]["spec"]["resourceGroups"][0]["flavors"][0]
     assert {r["name"]: r["nominalQuota"] for r in quota["resources"]}["cpu"] == "1"
-    assert sc.ctx.recorder.marks == [("decoys", {"scenario": sc.name, "clusters": [decoy]})]
+    recorder = cast(Recorder, sc.ctx.recorder)  # the fake that make() gave the context
+    assert recorder.marks == [("decoys", {"scenario": sc.name, "clusters": [decoy]})]
 
 
 # ------------------------------------------------------------------ timing

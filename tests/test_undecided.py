@@ -56,7 +56,7 @@ def broke(sc: Scenario, error: str = WAIT, timed_out: bool = True) -> None:
     expectations.record_errored(sc, error, timed_out=timed_out)
 
 
-CREATED = (1.0, Kind.WORKLOAD_CREATED, {})
+CREATED: tuple[float, Kind, dict[str, Any]] = (1.0, Kind.WORKLOAD_CREATED, {})
 OUTSIDE = (1.5, Kind.NOMINATION, {"names": ["worker1"], "writer": "vendor"})
 INSIDE = (1.5, Kind.NOMINATION, {"names": ["sc-w1"], "writer": "vendor"})
 

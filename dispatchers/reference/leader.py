@@ -16,7 +16,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Lease, V1LeaseSpec
 
 log = logging.getLogger(__name__)
 
@@ -156,14 +159,14 @@ class KubeLeaseStore:
             if err.status == 404:
                 return None
             raise
-        spec = lease.spec
+        spec = _spec(lease)
         return LeaseRecord(
             spec.holder_identity or "",
             spec.lease_duration_seconds or 1,
             spec.lease_transitions or 0,
             micro_time(spec.acquire_time.timestamp()) if spec.acquire_time else "",
             micro_time(spec.renew_time.timestamp()) if spec.renew_time else "",
-            lease.metadata.resource_version,
+            _resource_version(lease),
         )
 
     def create(self, record: LeaseRecord) -> LeaseRecord:
@@ -188,10 +191,11 @@ class KubeLeaseStore:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta}
         body["spec"] = spec
         try:
+            # The client validates a plain dict into a V1Lease; its hints only say V1Lease.
             if create:
-                lease = self.api.create_namespaced_lease(self.namespace, body)
+                lease = self.api.create_namespaced_lease(self.namespace, body)  # type: ignore[arg-type]
             else:
-                lease = self.api.replace_namespaced_lease(self.name, self.namespace, body)
+                lease = self.api.replace_namespaced_lease(self.name, self.namespace, body)  # type: ignore[arg-type]
         except ApiException as err:
             if err.status in (409, 422) or (create and err.status == 409):
                 raise Conflict(str(err.reason)) from None
@@ -202,5 +206,19 @@ class KubeLeaseStore:
             record.transitions,
             record.acquire_time,
             record.renew_time,
-            lease.metadata.resource_version,
+            _resource_version(lease),
         )
+
+
+def _spec(lease: V1Lease) -> V1LeaseSpec:
+    """The lease's spec, which the apiserver always returns (it is not optional in Go)."""
+    if lease.spec is None:
+        raise ValueError("the apiserver returned a Lease without a spec")
+    return lease.spec
+
+
+def _resource_version(lease: V1Lease) -> str:
+    """metadata.resourceVersion, which the apiserver sets on every object it returns."""
+    if lease.metadata is None:
+        raise ValueError("the apiserver returned a Lease without metadata")
+    return lease.metadata.resource_version or ""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, overload
 
 from harness.durations import parse_duration
 
@@ -43,11 +43,11 @@ class Verdict:
     inconclusive: bool = False
 
     @classmethod
-    def ok(cls, message: str = "", **measured: Any) -> Verdict:
+    def ok(cls, message: str = "", /, **measured: Any) -> Verdict:
         return cls(True, message, measured)
 
     @classmethod
-    def fail(cls, problems: str | list[str], **measured: Any) -> Verdict:
+    def fail(cls, problems: str | list[str], /, **measured: Any) -> Verdict:
         if isinstance(problems, str):
             problems = [problems]
         message = "; ".join(problems[:3])
@@ -56,7 +56,7 @@ class Verdict:
         return cls(False, message, measured)
 
     @classmethod
-    def unclear(cls, message: str, **measured: Any) -> Verdict:
+    def unclear(cls, message: str, /, **measured: Any) -> Verdict:
         return cls(False, message, measured, inconclusive=True)
 
 
@@ -130,7 +130,7 @@ class Bounds:
         ordering = claims.get("ordering") or "none"
         if ordering not in ORDERINGS:
             raise ValueError(f"claims.ordering: must be one of {', '.join(ORDERINGS)}")
-        slack_values = {}
+        slack_values: dict[str, float] = {}
         for name, value in (slacks or {}).items():
             if name not in DEFAULT_SLACKS:
                 raise ValueError(f"unknown slack {name!r} (known: {', '.join(DEFAULT_SLACKS)})")
@@ -194,8 +194,9 @@ class Bounds:
         order = self.ordered()
         if self.step_size is None or not order:
             return 0.0
-        known = cluster in order and self.ordering != "none"
-        position = order.index(cluster) if known else len(order) - 1
+        position = len(order) - 1
+        if cluster in order and self.ordering != "none":
+            position = order.index(cluster)
         delay = 0.0
         for start in range(0, (position // self.step_size) * self.step_size, self.step_size):
             timeout = self.round_timeout_for(order[start : start + self.step_size])
@@ -209,7 +210,12 @@ class Bounds:
         return self.escalation_delay(cluster) + self.placement_slack
 
 
-def _duration(value: Any, where: str) -> float | None:
+# Only None is passed through as None (a cluster that never times out).
+@overload
+def _duration(value: float | str, where: str) -> float: ...
+@overload
+def _duration(value: float | str | None, where: str) -> float | None: ...
+def _duration(value: float | str | None, where: str) -> float | None:
     try:
         return parse_duration(value)
     except ValueError as exc:

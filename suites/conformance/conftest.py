@@ -46,8 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 session, decided, "slow scenario: runs in the full run (--full)"
             )
             item.add_marker(pytest.mark.skip(reason="slow: only in the full run"))
-        elif _missing_capability(item, session):
-            need = item.get_closest_marker("needs").args[0]
+        elif (need := _missing_capability(item, session)) is not None:
             expectations.record_skipped(session, decided, f"the provider cannot {need}")
             item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
 
@@ -62,9 +61,12 @@ def _decided(item: pytest.Item, session: Session) -> list[str]:
     return [c for c in _check_ids(item) if session.selects(c)]
 
 
-def _missing_capability(item: pytest.Item, session: Session) -> bool:
+def _missing_capability(item: pytest.Item, session: Session) -> str | None:
+    """The capability the item needs and the provider lacks, if any."""
     marker = item.get_closest_marker("needs")
-    return bool(marker) and marker.args[0] not in session.capabilities
+    if marker is None or marker.args[0] in session.capabilities:
+        return None
+    return marker.args[0]
 
 
 @pytest.fixture(scope="session")
