@@ -53,7 +53,7 @@ def test_reference_nominates_and_explains_in_an_event(selected_versions, tmp_pat
     assert events[0].reason == "Nominated"
     assert events[0].involved_object.kind == "Workload"
     assert events[0].involved_object.uid == workload["metadata"]["uid"]
-    assert env.workers[0].name in events[0].message, events[0].message
+    assert env.workers[0].name in (events[0].message or ""), events[0].message
 
 
 def _placed(workload: dict[str, Any]) -> dict[str, Any]:
