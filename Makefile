@@ -45,13 +45,13 @@ e2e: bins
 	$(MKDC) run --profile $(PROFILE) --provider $(PROVIDER) --report-dir $(REPORT_DIR)
 
 bench-up: bins
-	$(BIN)/python -m harness.bench_up
+	$(BIN)/python -m harness.tools.bench_up
 
 # Scorecards of the built-in dispatchers and the reference, side by side.
 COMPARE_PROFILES ?= all-at-once incremental reference
 compare: bins
 	for p in $(COMPARE_PROFILES); do $(MKDC) run --profile $$p --report-dir reports/$$p || true; done
-	$(BIN)/python -m harness.compare $(addprefix reports/,$(COMPARE_PROFILES))
+	$(BIN)/python -m harness.report.compare $(addprefix reports/,$(COMPARE_PROFILES))
 
 # Every faulty dispatcher must be rejected with the expected check IDs.
 selftest: bins

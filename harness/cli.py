@@ -74,7 +74,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from harness.local import LocalProvider
+    from harness.providers.local import LocalProvider
 
     current = toolchain.cache_dir() / CURRENT
     if current.exists() and Path(current.read_text().strip()).exists():

@@ -22,7 +22,7 @@ from harness.identity import Credentials
 from harness.kueue_install import NAMESPACE
 from harness.procs import Supervisor
 from harness.profile import Profile
-from harness.recorder import audit_read
+from harness.recording.recorder import audit_read
 
 SETTLE_SECONDS = 3.0  # a replica that is still alive this long after start counts as started
 SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -28,10 +28,10 @@ from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
 from harness.procs import Supervisor
 from harness.profile import SHARED, Profile, load_profile
+from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
 from harness.session import SESSION_ENV, Result, Session, selects
 from harness.suite import load as load_suite
-from harness.timeline import Timeline
 
 SESSION_FILE = "session.json"
 DEFAULT_WORKERS = 4
@@ -81,7 +81,7 @@ def make_provider(
     opts: Options, profile: Profile, v: versions.Versions, write_mode: str | None
 ) -> Any:
     if opts.provider == "local":
-        from harness.local import LocalProvider
+        from harness.providers.local import LocalProvider
 
         return LocalProvider(
             v,
@@ -94,13 +94,13 @@ def make_provider(
             node_capacity=_node_capacity(profile),
         )
     if opts.provider == "existing":
-        from harness.existing import ExistingProvider, parse_cluster_args
+        from harness.providers.existing import ExistingProvider, parse_cluster_args
 
         return ExistingProvider(
             parse_cluster_args(opts.clusters), dispatcher_name=profile.dispatcher_name
         )
     if opts.provider == "kind":
-        from harness.kind import KindProvider
+        from harness.providers.kind import KindProvider
 
         return KindProvider(
             v,
@@ -277,7 +277,7 @@ def _node_capacity(profile: Profile) -> dict[str, str] | None:
     resource = profile.environment.resource
     if resource in (None, "cpu", "memory"):
         return None
-    from harness.local import NODE_CAPACITY
+    from harness.providers.local import NODE_CAPACITY
 
     return {**NODE_CAPACITY, resource: "64"}
 

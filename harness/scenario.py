@@ -30,8 +30,8 @@ from harness.errors import EnvironmentLimit
 from harness.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
 from harness.multikueue import API
 from harness.profile import Profile
-from harness.recorder import Recorder
-from harness.timeline import MANAGER, Event, Kind, Timeline
+from harness.recording.recorder import Recorder
+from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 
 Quota = Mapping[str, str]
 NO_CAPACITY: Quota = {}

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from harness.multikueue import API
+from harness.recording.timeline import Kind, Timeline
 from harness.scenario import Scenario
 from harness.session import Result, Session, current
-from harness.timeline import Kind, Timeline
 from suites.checks import CATALOGUE, Bounds, Verdict, run_check
 from suites.scorecard import scorecard
 

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.recording.timeline import Event, Kind, Timeline
 from harness.report import Finding
 from harness.session import Result
-from harness.timeline import Event, Kind, Timeline
 from suites.checks import CATALOGUE, Bounds, created_at, first_placement, names
 
 NEVER_NOMINATED_AFTER = 30.0  # seconds pending with no nomination before it counts

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from harness.recording.timeline import Kind, Timeline
 from harness.stats import p50_p99
-from harness.timeline import Kind, Timeline
 from suites.checks import (
     copy_intervals,
     created_at,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.recording.timeline import Event, Timeline
 from harness.session import SESSION_ENV, Session
-from harness.timeline import Event, Timeline
 
 
 class FrozenRecorder:

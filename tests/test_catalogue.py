@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.timeline import Timeline
+from harness.recording.timeline import Timeline
 from suites.checks import CATALOGUE, Bounds, Verdict
 from suites.checks.catalogue import Check, catalogue_order, register
 from suites.checks.scenarios import CONFORMANCE, Decider, deciders, first_sentence, markers

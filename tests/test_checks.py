@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.timeline import Kind, Timeline
+from harness.recording.timeline import Kind, Timeline
 from suites.checks import (
     CATALOGUE,
     DEFAULT_SLACKS,

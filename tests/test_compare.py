@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from harness import compare
+from harness.report import compare
 
 
 def _report(tmp_path, name: str, copies: int, p50: float | None) -> None:

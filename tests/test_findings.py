@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.recording.timeline import Kind
 from harness.report import Report, verify_report_data
-from harness.timeline import Kind
 from suites.findings import detect
 from tests.timelines import Story
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import kind, kueue_install, toolchain, versions
+from harness import kueue_install, toolchain, versions
 from harness.environment import Environment
 from harness.errors import UserError
-from harness.kind import Cmd, KindCluster, KindProvider, Result
+from harness.providers import kind
+from harness.providers.kind import Cmd, KindCluster, KindProvider, Result
 
 V = versions.select("0.19.2")
 V17 = versions.select("0.17.1")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.local import AUDIT_POLICY
-from harness.recorder import audit_events, audit_forbidden, audit_read, audit_write
-from harness.timeline import Kind
+from harness.providers.local import AUDIT_POLICY
+from harness.recording.recorder import audit_events, audit_forbidden, audit_read, audit_write
+from harness.recording.timeline import Kind
 
 ENTRY = {
     "stage": "ResponseComplete",

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from harness.profile import load_profile
+from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.report import (
     CheckResult,
     Finding,
@@ -22,7 +23,6 @@ from harness.report import (
     verify_report,
 )
 from harness.session import Result
-from harness.timeline import MANAGER, Event, Kind, Timeline
 
 WL = "ns-1/job-<b>&x"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretsecret\n-----END RSA PRIVATE KEY-----"

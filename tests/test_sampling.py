@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from harness import sampling
+from harness.tools import sampling
 
 
 def test_samples_rss_and_cpu_of_the_selected_processes() -> None:

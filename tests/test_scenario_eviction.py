@@ -11,9 +11,9 @@ import pytest
 from harness.environment import Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
-from harness.recorder import Recorder
+from harness.recording.recorder import Recorder
+from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.scenario import Context, Scenario
-from harness.timeline import MANAGER, Event, Kind, Timeline
 
 KEY = "ns/wl"
 

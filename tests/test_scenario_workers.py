@@ -19,7 +19,7 @@ from harness import scenario as scenario_module
 from harness.environment import Cluster, Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
-from harness.recorder import Recorder as HarnessRecorder
+from harness.recording.recorder import Recorder as HarnessRecorder
 from harness.scenario import Context, Scenario, name_before
 from suites import expectations
 from tests.sessions import use_session

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.timeline import Timeline
+from harness.recording.timeline import Timeline
 from suites.scorecard import merge_scorecards, scorecard
 from tests.timelines import Story
 

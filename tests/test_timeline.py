@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.timeline import Kind
+from harness.recording.timeline import Kind
 from tests.timelines import Story
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from harness.profile import load_profile
+from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.scenario import Context, Scenario
-from harness.timeline import MANAGER, Event, Kind, Timeline
 from suites import expectations
 from tests.sessions import FrozenRecorder, use_session
 

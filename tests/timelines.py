@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.timeline import MANAGER, Event, Kind, Timeline
+from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 
 WL = "ns/wl"
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.timeline import Timeline
+from harness.recording.timeline import Timeline
 from suites.checks.verdict import Bounds, Verdict
 
 Scope = Literal["workload", "scenario"]

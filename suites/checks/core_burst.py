@@ -3,8 +3,8 @@ stuck, and its latency percentiles go to the report."""
 
 from __future__ import annotations
 
+from harness.recording.timeline import Kind, Timeline
 from harness.stats import p50_p99
-from harness.timeline import Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import end_of, first_nomination, placed_or_ran
 from suites.checks.verdict import Bounds, Verdict, at

@@ -4,7 +4,7 @@ once) is judged on every timeline and sits here with the rest of a workload's li
 
 from __future__ import annotations
 
-from harness.timeline import Kind, Timeline
+from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
     INF,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.timeline import Kind, Timeline
+from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
     created_at,

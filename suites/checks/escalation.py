@@ -4,7 +4,7 @@ in queries, as resilience judges rounds too."""
 
 from __future__ import annotations
 
-from harness.timeline import Timeline
+from harness.recording.timeline import Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
     RoundReview,

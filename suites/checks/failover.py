@@ -3,7 +3,7 @@ lost its capacity is not retried first, and the workload runs elsewhere."""
 
 from __future__ import annotations
 
-from harness.timeline import Kind, Timeline
+from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
     INF,

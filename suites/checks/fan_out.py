@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from harness.timeline import Kind, Timeline
+from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
     INF,

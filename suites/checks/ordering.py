@@ -3,7 +3,7 @@ claimed order."""
 
 from __future__ import annotations
 
-from harness.timeline import Kind, Timeline
+from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import configured, inactive_at, inactive_spans, names
 from suites.checks.verdict import Bounds, Verdict, at, joined

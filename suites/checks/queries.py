@@ -7,8 +7,8 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
+from harness.recording.timeline import Event, Kind, Timeline
 from harness.stats import percentile  # noqa: F401 (re-exported: queries over figures)
-from harness.timeline import Event, Kind, Timeline
 from suites.checks.verdict import Bounds, at, joined
 
 INF = math.inf

@@ -7,7 +7,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-from harness.timeline import Event, Kind, Timeline
+from harness.recording.timeline import Event, Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
     INF,

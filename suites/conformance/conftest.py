@@ -19,7 +19,7 @@ from harness import control
 from harness.environment import Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import SHARED, load_profile
-from harness.recorder import Recorder
+from harness.recording.recorder import Recorder
 from harness.scenario import Context, Scenario
 from harness.session import Session, current
 from harness.slots import scenario_slot

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.autoscaler import PROVISION, Behaviour
-from harness.timeline import Timeline
+from harness.recording.timeline import Timeline
 from suites.expectations import conforms, placement_timeout, skip_if_slow
 
 

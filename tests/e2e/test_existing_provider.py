@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from harness import inventory
-from harness.local import LocalProvider, running
+from harness.providers.local import LocalProvider, running
 from tests.e2e.mkdc_cli import mkdc_run
 
 REFERENCE = "mkdc.example/reference"

@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client
 
 from harness import identity, kube, kueue_install, workloads
-from harness.local import LocalProvider, running
 from harness.procs import Supervisor
+from harness.providers.local import LocalProvider, running
 
 NS = QUEUE = "mkdc"
 NAME = "mkdc.example/reference"

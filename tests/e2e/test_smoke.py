@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from harness import kube, workloads
-from harness.local import LocalProvider, running
 from harness.profile import DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL
-from harness.recorder import Recorder
-from harness.timeline import Kind
+from harness.providers.local import LocalProvider, running
+from harness.recording.recorder import Recorder
+from harness.recording.timeline import Kind
 
 NS = QUEUE = "mkdc"
 

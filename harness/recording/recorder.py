@@ -26,7 +26,7 @@ from kubernetes.client.rest import ApiException
 from harness import kube
 from harness.environment import Cluster, Environment
 from harness.multikueue import API
-from harness.timeline import MANAGER, Event, Kind, Timeline
+from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 
 log = logging.getLogger(__name__)
 MULTIKUEUE_CHECK_CONTROLLER = "kueue.x-k8s.io/multikueue"

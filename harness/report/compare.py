@@ -1,6 +1,6 @@
 """Side-by-side scorecards: one table and one chart across dispatcher reports.
 
-    python -m harness.compare reports/all-at-once reports/incremental reports/reference
+    python -m harness.report.compare reports/all-at-once reports/incremental reports/reference
 
 Writes compare.md (a Markdown table) and compare.html (the table plus an inline SVG
 bar chart of the fan-out figures) next to the first report directory's parent.

@@ -29,10 +29,10 @@ import yaml
 from harness import inventory, kueue_install, multikueue, toolchain
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
-from harness.local import fake_node
+from harness.providers.local import fake_node
 from harness.versions import Versions
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "kind-configs"
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-configs"
 KUEUE_URL = "https://github.com/kubernetes-sigs/kueue/releases/download/v{version}/manifests.yaml"
 KWOK_URL = "https://github.com/kubernetes-sigs/kwok/releases/download/v{version}/kwok.yaml"
 NS = kueue_install.NAMESPACE

@@ -1,6 +1,6 @@
 """Benchmark of the local provider: up to ready, memory of the running environment, down.
 
-    python -m harness.bench_up [--workers 4] [--settle 20] [--cold]
+    python -m harness.tools.bench_up [--workers 4] [--settle 20] [--cold]
 
 `--cold` first builds every binary into empty Go and mkdc caches (a fresh
 machine's first run; tens of minutes) and reports that time too.
@@ -19,8 +19,9 @@ from pathlib import Path
 
 import psutil
 
-from harness import sampling, versions
-from harness.local import LocalProvider
+from harness import versions
+from harness.providers.local import LocalProvider
+from harness.tools import sampling
 
 
 def cold_build_seconds() -> float:

@@ -1,6 +1,6 @@
 """Benchmark a dispatcher under many pending workloads.
 
-    python -m harness.bench_dispatcher --profile reference --workloads 1000
+    python -m harness.tools.bench_dispatcher --profile reference --workloads 1000
 
 Starts a local environment whose workers have no capacity (so every workload stays
 pending and keeps the dispatcher busy escalating), submits the workloads at once,
@@ -19,14 +19,15 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import inventory, kube, multikueue, sampling, versions, workloads
+from harness import inventory, kube, multikueue, versions, workloads
 from harness.environment import Cluster
-from harness.local import LocalProvider
 from harness.profile import load_profile
-from harness.recorder import Recorder
+from harness.providers.local import LocalProvider
+from harness.recording.recorder import Recorder
+from harness.recording.timeline import Kind
 from harness.run import _start_dispatcher
 from harness.stats import p50_p99, rounded
-from harness.timeline import Kind
+from harness.tools import sampling
 
 
 def main() -> None:

@@ -1,0 +1,370 @@
+"""The report's model and writers: report.yaml (the contract fixed by
+spec/profile-and-report.md), junit.xml (for CI) and report.html."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from harness import __version__
+from harness.recording.timeline import Timeline
+from harness.report.html import render_html
+from harness.report.redaction import first_line, iso, plain, redact
+from harness.session import Result
+from harness.suite import load as load_suite
+
+if TYPE_CHECKING:
+    from harness.profile import Profile
+
+API_VERSION = "mkdc/v1alpha1"
+KIND = "ConformanceReport"
+
+PASSED, FAILED, SKIPPED, NOT_SUPPORTED = (
+    Result.PASSED,
+    Result.FAILED,
+    Result.SKIPPED,
+    Result.NOT_SUPPORTED,
+)
+# the scenario broke before this check's decision point: neither passed nor failed
+UNDECIDED = Result.UNDECIDED
+RESULTS = tuple(Result)
+ERROR = "error"  # the run could not judge the dispatcher at all (e.g. it died at start)
+SUMMARY_RESULTS = ("passed", "partial", "failed", ERROR)
+SUMMARY_KEYS: dict[str, str] = {  # keyed by Result, looked up by a check's result text
+    PASSED: "passed",
+    FAILED: "failed",
+    UNDECIDED: "undecided",
+    SKIPPED: "skipped",
+    NOT_SUPPORTED: "notSupported",
+}
+
+ENVIRONMENT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "provider": str,
+    "kubernetesVersion": str,
+    "kueueVersion": str,
+    "workers": int,
+    "nominationWriteMode": str,
+}
+SCORECARD_NUMBERS = (
+    "peakConcurrentCopies",
+    "peakConcurrentProvisioningRequests",
+    "peakConcurrentReservations",
+    "workersWithPreemptions",
+    "nominationWritesPerPlacement",
+)
+SCORECARD_PERCENTILES = ("timeToFirstNominationSeconds", "timeToPlacementSeconds")
+SCORECARD_ORDER = (
+    "peakConcurrentCopies",
+    "peakConcurrentProvisioningRequests",
+    "peakConcurrentReservations",
+    "workersWithPreemptions",
+    "timeToFirstNominationSeconds",
+    "timeToPlacementSeconds",
+    "nominationWritesPerPlacement",
+)
+
+
+def catalogue() -> dict[str, tuple[str, str | None]]:
+    """Check id -> (name, feature or None for core), from the installed suite."""
+    return {cid: (c.name, c.feature) for cid, c in load_suite().catalogue.items()}
+
+
+def core_ids(cat: Mapping[str, tuple[str, str | None]] | None = None) -> list[str]:
+    cat = catalogue() if cat is None else cat
+    return [cid for cid, (_, feature) in cat.items() if feature is None]
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check. `timeline` feeds the HTML picture; it is not in the YAML."""
+
+    id: str
+    name: str
+    result: str
+    message: str = ""
+    duration_seconds: float = 0.0
+    timeline: Timeline | None = None
+    measured: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.result not in RESULTS:
+            raise ValueError(f"check {self.id}: result {self.result!r} not in {RESULTS}")
+
+
+def summarize(
+    checks: Iterable[CheckResult], cat: Mapping[str, tuple[str, str | None]]
+) -> dict[str, Any]:
+    """summary: failed if any failed; partial if a check is undecided or a core check did
+    not pass (nothing was shown wrong, but not everything was decided); else passed."""
+    checks = list(checks)
+    counts = {key: 0 for key in SUMMARY_KEYS.values()}
+    for check in checks:
+        counts[SUMMARY_KEYS[check.result]] += 1
+    core = set(core_ids(cat))
+    if counts["failed"]:
+        result = "failed"
+    elif counts["undecided"] or any(c.id in core and c.result != PASSED for c in checks):
+        result = "partial"
+    else:
+        result = "passed"
+    return {"result": result, **counts}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A machine-detected explanation across scenarios, in words a vendor can act on.
+
+    `id` is stable per kind of problem (e.g. "nominated-outside-config"); `scenarios` say
+    where it was seen, `checks` which checks failed or are undecided there (the results it
+    may explain)."""
+
+    id: str
+    title: str
+    detail: str
+    scenarios: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "detail": self.detail,
+            "scenarios": list(self.scenarios),
+            "checks": list(self.checks),
+        }
+
+
+@dataclass
+class Report:
+    """Everything one run produced, with writers for the three report files.
+
+    Core checks the run never produced are reported as skipped ("not run"), so a
+    filtered run still yields a complete report whose summary says `partial`.
+    """
+
+    profile: str
+    dispatcher_name: str
+    checks: list[CheckResult] = field(default_factory=list)
+    implementation: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    claims: dict[str, Any] = field(default_factory=dict)
+    timeouts: dict[str, Any] = field(default_factory=dict)
+    scorecard: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    date: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    suite_version: str = __version__
+    privileges: list[str] = field(default_factory=list)  # granted beyond the baseline role
+    error: str = ""  # why the run could not judge the dispatcher; the summary says "error"
+
+    @classmethod
+    def for_profile(
+        cls,
+        profile: Profile,
+        checks: Iterable[CheckResult] = (),
+        *,
+        environment: Mapping[str, Any] | None = None,
+        timeouts: Mapping[str, Any] | None = None,
+        scorecard: Mapping[str, Any] | None = None,
+        findings: Iterable[Finding] = (),
+        date: dt.datetime | None = None,
+        privileges: Iterable[str] = (),
+        error: str = "",
+    ) -> Report:
+        """A report whose identity, implementation and claims come from the profile."""
+        return cls(
+            profile=profile.name,
+            dispatcher_name=profile.dispatcher_name,
+            checks=list(checks),
+            implementation=dict(profile.implementation),
+            environment=dict(environment or {}),
+            claims=profile.claims.to_dict(),
+            timeouts=dict(timeouts or {}),
+            scorecard=dict(scorecard or {}),
+            findings=list(findings),
+            date=date or dt.datetime.now(dt.UTC),
+            privileges=list(privileges),
+            error=error,
+        )
+
+    def results(self) -> list[CheckResult]:
+        """Checks in catalogue order, missing core checks added as skipped."""
+        cat = catalogue()
+        have = {c.id for c in self.checks}
+        out = list(self.checks)
+        for cid in core_ids(cat):
+            if cid not in have:
+                out.append(CheckResult(cid, cat[cid][0], SKIPPED, "not run in this session"))
+        order = {cid: i for i, cid in enumerate(cat)}
+        return sorted(out, key=lambda c: (order.get(c.id, len(order)), c.id))
+
+    def summary(self) -> dict[str, Any]:
+        summary = summarize(self.results(), catalogue())
+        return {**summary, "result": ERROR} if self.error else summary
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report.yaml document (redacted, plain data)."""
+        cat = catalogue()
+        checks = []
+        for check in self.results():
+            entry: dict[str, Any] = {
+                "id": check.id,
+                "name": check.name,
+                "result": check.result,
+                "message": check.message or _default_message(check, cat),
+                "durationSeconds": round(float(check.duration_seconds), 3),
+            }
+            feature = _feature(check.id, cat)
+            entry["feature"] = feature
+            if check.measured:
+                entry["measured"] = check.measured
+            checks.append(entry)
+        environment = {key: self.environment.get(key) for key in ENVIRONMENT_FIELDS}
+        environment.update(self.environment)
+        doc = {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "date": iso(self.date),
+            "suiteVersion": self.suite_version,
+            "profile": self.profile,
+            "dispatcherName": self.dispatcher_name,
+            "implementation": self.implementation,
+            "environment": environment,
+            "claims": self.claims,
+            "timeouts": self.timeouts,
+            "privileges": self.privileges,
+            "summary": self.summary(),
+            "checks": checks,
+            "findings": [f.to_dict() for f in self.findings],
+            "scorecard": _complete_scorecard(self.scorecard),
+        }
+        if self.error:
+            doc["error"] = self.error
+        return plain(doc)
+
+    def write_yaml(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump(
+            self.to_dict(), sort_keys=False, allow_unicode=True, default_flow_style=False
+        )
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def write_junit(self, path: str | Path) -> Path:
+        """JUnit XML: one testcase per check; not-supported counts as skipped, undecided as
+        an error (the run could not judge it); findings go to the suite's system-out."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = self.to_dict()
+        summary = doc["summary"]
+        total = len(doc["checks"])
+        skipped = summary["skipped"] + summary["notSupported"]
+        seconds = sum(c["durationSeconds"] for c in doc["checks"])
+        attrs = {
+            "tests": str(total),
+            "failures": str(summary["failed"]),
+            "errors": str(summary["undecided"]),
+            "skipped": str(skipped),
+            "time": f"{seconds:.3f}",
+        }
+        suites = ET.Element("testsuites", {"name": "mkdc", **attrs})
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            {"name": f"mkdc.{_xml(doc['profile'])}", **attrs, "timestamp": doc["date"]},
+        )
+        props = ET.SubElement(suite, "properties")
+        for key in ("profile", "dispatcherName", "suiteVersion"):
+            ET.SubElement(props, "property", {"name": key, "value": _xml(doc[key])})
+        for key, value in doc["environment"].items():
+            ET.SubElement(props, "property", {"name": f"environment.{key}", "value": _xml(value)})
+        ET.SubElement(props, "property", {"name": "summary", "value": summary["result"]})
+        for check in doc["checks"]:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                {
+                    "classname": f"mkdc.{check['feature'] or 'core'}",
+                    "name": _xml(f"{check['id']} {check['name']}"),
+                    "time": f"{check['durationSeconds']:.3f}",
+                },
+            )
+            message = _xml(check["message"] or "")
+            if check["result"] == FAILED:
+                failure = ET.SubElement(case, "failure", {"message": first_line(message)})
+                failure.text = message
+            elif check["result"] == UNDECIDED:
+                error = ET.SubElement(case, "error", {"message": first_line(message)})
+                error.text = message
+            elif check["result"] in (SKIPPED, NOT_SUPPORTED):
+                ET.SubElement(case, "skipped", {"message": f"{check['result']}: {message}"})
+        if doc["findings"]:
+            out = ET.SubElement(suite, "system-out")
+            out.text = "\n\n".join(_xml(_finding_text(f)) for f in doc["findings"])
+        ET.indent(suites)
+        ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+        return path
+
+    def write_html(self, path: str | Path) -> Path:
+        """One self-contained page: no scripts, no network, inline CSS and SVG."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_html(self), encoding="utf-8")
+        return path
+
+    def write_all(self, report_dir: str | Path) -> dict[str, Path]:
+        """report.yaml, junit.xml and report.html in `report_dir`."""
+        report_dir = Path(report_dir)
+        return {
+            "yaml": self.write_yaml(report_dir / "report.yaml"),
+            "junit": self.write_junit(report_dir / "junit.xml"),
+            "html": self.write_html(report_dir / "report.html"),
+        }
+
+
+def _finding_text(finding: Mapping[str, Any]) -> str:
+    where = ", ".join(finding["scenarios"]) or "the run"
+    checks = f" (not passed there: {', '.join(finding['checks'])})" if finding["checks"] else ""
+    return f"{finding['title']}{checks}\n{finding['detail']}\nseen in: {where}"
+
+
+def _feature(check_id: str, cat: Mapping[str, tuple[str, str | None]]) -> str | None:
+    if check_id in cat:
+        return cat[check_id][1]
+    return None if check_id.startswith("CORE-") else "extended"
+
+
+def _default_message(check: CheckResult, cat: Mapping[str, tuple[str, str | None]]) -> str:
+    if check.result == NOT_SUPPORTED:
+        feature = _feature(check.id, cat)
+        return f"the profile does not claim feature {feature}" if feature else "not supported"
+    return ""
+
+
+def _complete_scorecard(scorecard: Mapping[str, Any]) -> dict[str, Any]:
+    """All contract keys present (null = not measured), extra keys kept after them."""
+    out: dict[str, Any] = {}
+    for key in SCORECARD_ORDER:
+        value = scorecard.get(key)
+        if key in SCORECARD_PERCENTILES:
+            value = dict(value or {})
+            value = {"p50": value.pop("p50", None), "p99": value.pop("p99", None), **value}
+        out[key] = value
+    for key, value in scorecard.items():
+        out.setdefault(key, value)
+    return out
+
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _xml(value: Any) -> str:
+    """A string XML 1.0 can hold (control characters dropped)."""
+    return _XML_BAD.sub("", redact("" if value is None else str(value)))

@@ -1,0 +1,1 @@
+"""Tools beside the library: benchmarks and the process sampler they share."""
