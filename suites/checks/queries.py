@@ -131,7 +131,7 @@ def created_at(tl: Timeline) -> float:
 
 def placements(tl: Timeline) -> list[Event]:
     """PLACEMENT events that set a cluster (not the ones clearing it)."""
-    return [e for e in tl.where(Kind.PLACEMENT) if e.data.get("cluster")]
+    return tl.where_placed()
 
 
 def first_placement(tl: Timeline, after: float = -INF) -> Event | None:
