@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import sys
@@ -230,6 +231,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mkdc: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`mkdc checks | head`): an ordinary end, not a traceback;
+        # stdout goes to /dev/null so the interpreter's final flush cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from harness import cli
@@ -48,3 +51,15 @@ def test_checks_lists_the_catalogue_with_the_scenario_that_decides_each(capsys):
     )
     core_02 = lines.index(next(line for line in lines if line.startswith("CORE-02 ")))
     assert lines[core_02 + 1].strip() == "decided by: every scenario's timeline"
+
+
+def test_a_reader_that_goes_away_is_an_ordinary_end() -> None:
+    """`mkdc checks | head -1`: no traceback once head has what it wanted."""
+    proc = subprocess.run(
+        f"{sys.executable} -m harness.cli checks | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.stdout.startswith("CORE-01 ") and proc.stderr == "", proc.stderr
