@@ -176,6 +176,15 @@ class Profile:
             values["binary"] = str(toolchain.go_module_binary(self.run.go_build))
         return values
 
+    def shown_command(self) -> str:
+        """run.command as a log line: the built {binary} filled in, the kubeconfig and
+        other per-replica values left as their placeholders."""
+        if self.run is None:
+            return ""
+        values = self.placeholders("{kubeconfig}", "{namespace}")
+        values["dispatcher_name"] = "{dispatcher_name}"
+        return " ".join(_fill(arg, values) for arg in self.run.command)
+
     def render_command(
         self, kubeconfig: str | os.PathLike[str], namespace: str = DEFAULT_NAMESPACE
     ) -> list[str]:

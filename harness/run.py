@@ -214,10 +214,7 @@ def _start_dispatcher(
     stack.callback(supervisor.stop_all)
     runner = DispatcherRunner(profile, supervisor, credentials)
     how = "as in a Pod" if profile.run.pod_environment else "as a process"
-    command = " ".join(profile.run.command)
-    if profile.run.go_build is not None:
-        command = command.replace("{binary}", str(toolchain.go_module_binary(profile.run.go_build)))
-    log(f"starting the dispatcher {how} ({replicas} replica(s)): {command}")
+    log(f"starting the dispatcher {how} ({replicas} replica(s)): {profile.shown_command()}")
     runner.start_all()
     users = frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
     audit = env.info.get("auditLog")

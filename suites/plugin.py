@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from harness.report import Finding
 from suites import findings, scorecard
 from suites.checks import CATALOGUE, Bounds, Check
-from suites.checks.scenarios import deciders
+from suites.checks.scenarios import Decider, deciders
 from suites.expectations import ANY_TIMELINE
 
 
@@ -34,11 +35,15 @@ class ConformanceSuite:
         """The report's `timeouts`: slacks and round timeout (ValueError when invalid)."""
         return Bounds.derive(dict(claims), (), dict(slacks or {})).report_timeouts()
 
+    @functools.cached_property
+    def _deciders(self) -> dict[str, list[Decider]]:
+        return deciders(self.scenarios)
+
     def decided_by(self, check_id: str) -> str:
         """The scenario(s) deciding `check_id`, as file::test: its docstring's first line."""
         found = [
             f"suites/conformance/{d.module}.py::{d.test}: {d.summary}"
-            for d in deciders(self.scenarios).get(check_id, [])
+            for d in self._deciders.get(check_id, [])
         ]
         if check_id in ANY_TIMELINE:
             found.append("every scenario's timeline")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness.profile import load_profile
 from harness.recording.timeline import Event, Timeline
+from harness.scenario import Context
 from harness.session import SESSION_ENV, Session
 
 
@@ -24,6 +27,17 @@ class FrozenRecorder:
 
     def snapshot(self, namespace: str | None = None) -> Timeline:
         return Timeline(self.events)
+
+
+def offline_context(recorder: FrozenRecorder, **fields: Any) -> Context:
+    """The reference profile's scenario context with no clusters behind it."""
+    return Context(
+        env=None,  # type: ignore[arg-type]
+        profile=load_profile("reference"),
+        recorder=recorder,  # type: ignore[arg-type]
+        run_id="r",
+        **fields,
+    )
 
 
 def use_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **fields: object) -> Path:

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from harness.profile import load_profile
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.scenario import Context, Scenario
+from harness.scenario import Scenario
 from suites import expectations
 from suites.conformance import test_fan_out as fan_out
-from tests.sessions import FrozenRecorder, use_session
+from tests.sessions import FrozenRecorder, offline_context, use_session
 from tests.timelines import Story
 
 KEY = "sc/wl"
@@ -33,13 +32,7 @@ class Offline(Scenario):
 
     def __init__(self, *nominations: list[str]) -> None:
         recorder = FrozenRecorder()
-        ctx = Context(
-            env=None,  # type: ignore[arg-type]
-            profile=load_profile("reference"),
-            recorder=recorder,  # type: ignore[arg-type]
-            run_id="r",
-        )
-        super().__init__(ctx, "sc")
+        super().__init__(offline_context(recorder), "sc")
         self.started = recorder.started
         self.checks = ["EXT-02"]
         self.autoscaler = Autoscaler()

@@ -428,7 +428,13 @@ def test_go_build_fills_binary_with_the_cached_build_of_this_source(
         str(binary),
         f"--config={tmp_path.resolve()}/settings.yaml",
     ]
+    assert profile.shown_command() == f"{binary} --config={tmp_path.resolve()}/settings.yaml"
     (module / "README.md").write_text("docs\n")
     assert toolchain.go_module_binary(module.resolve()) == binary  # not a Go source
     (module / "main.go").write_text("package main\n\nfunc main() { println() }\n")
     assert toolchain.go_module_binary(module.resolve()) != binary  # an edit is a new build
+
+
+def test_the_shown_command_keeps_per_replica_values_as_placeholders(tmp_path: Path) -> None:
+    profile = load_profile(write(tmp_path, VALID))
+    assert profile.shown_command() == "python -m vendor --kubeconfig {kubeconfig}"

@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness.profile import load_profile
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.scenario import Context, Scenario
+from harness.scenario import Scenario
 from suites import expectations
-from tests.sessions import FrozenRecorder, use_session
+from tests.sessions import FrozenRecorder, offline_context, use_session
 
 KEY = "sc/wl"
 WAIT = "TimeoutError: timed out after 75s waiting for sc/wl to be placed: sc/wl to be placed"
@@ -27,14 +26,7 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def scenario(checks: list[str], *events: tuple[float, Kind, dict[str, Any]]) -> Scenario:
     recorder = FrozenRecorder()
-    ctx = Context(
-        env=None,  # type: ignore[arg-type]
-        profile=load_profile("reference"),
-        recorder=recorder,  # type: ignore[arg-type]
-        run_id="r",
-        dispatcher_users=frozenset({USER}),
-    )
-    sc = Scenario(ctx, "sc")
+    sc = Scenario(offline_context(recorder, dispatcher_users=frozenset({USER})), "sc")
     sc.started = recorder.started
     sc.jobs, sc.checks, sc.order = {"job": KEY}, checks, ["sc-w1", "sc-w2"]
     sc.members = {"sc-w1": "w1", "sc-w2": "w2"}
