@@ -392,7 +392,7 @@ def test_undecided_round_trips_through_yaml_junit_and_verify(tmp_path: Path) -> 
     assert "no MultiKueueConfig" in (suite.findtext("system-out") or "")
     page = written["html"].read_text()
     assert '<span class="badge undecided">' in page and ".undecided{" in page
-    assert "<h2>Findings</h2>" in page and "the config had w2, w3" in page
+    assert 'id="finding-nominated-outside-config"' in page and "the config had w2, w3" in page
 
 
 @pytest.mark.parametrize(

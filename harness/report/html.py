@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.report.redaction import first_line, redact
+from harness.report.redaction import redact
 
 if TYPE_CHECKING:
     from harness.report.model import CheckResult, Report
@@ -332,7 +332,7 @@ def _legend() -> str:
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;
 max-width:1100px}
-h1{font-size:1.5em;margin-bottom:4px}h2{margin-top:32px;border-bottom:1px solid #ddd}
+h1{font-size:1.5em;margin:0 0 4px}h2{margin-top:32px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;
 text-align:left;vertical-align:top}th{background:#f4f4f4}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;font-size:.9em}
@@ -340,11 +340,24 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}
 .skipped{background:#eeeeee;color:#555}.not-supported{background:#f2f2f2;color:#888}
 .partial{background:#fff1cc;color:#8a5a00}.undecided{background:#e9e0f7;color:#5a2d91}
 .error{background:#f3d9f7;color:#6a1080}
+.verdict{border-left:6px solid #888;padding:4px 16px;margin:0 0 8px}
+.verdict.v-passed{border-color:#0a6b2a}.verdict.v-failed{border-color:#a01010}
+.verdict.v-partial{border-color:#8a5a00}.verdict.v-error{border-color:#6a1080}
+.verdict .result{font-size:1.1em;margin:8px 0}.verdict .badge{font-size:1em;padding:2px 12px}
+.verdict ul{margin:4px 0;padding-left:20px}.verdict li{margin:2px 0}
+.index{margin:4px 0;font-size:.92em}.index .group{font-weight:600}.index a{white-space:nowrap}
+nav{font-size:.9em;margin:6px 0}nav a{margin-right:12px}
 .finding{border-left:4px solid #a01010;padding:2px 12px;margin:10px 0}
-.finding h3{margin:4px 0}
+.finding h4{margin:4px 0}
 .check{border:1px solid #e2e2e2;border-radius:6px;padding:8px 16px;margin:16px 0}
-.check h3{margin:6px 0}.message{white-space:pre-wrap;background:#f8f8f8;padding:6px;
+.check.failed,.check.undecided{border-left:6px solid currentColor}
+.check.failed,.check.undecided,.check.passed,.check.skipped,.check.not-supported{
+background:none;color:inherit}
+.check.failed{border-left-color:#a01010}.check.undecided{border-left-color:#5a2d91}
+.check h3{margin:6px 0}.check h3 .meta{font-size:.8em;font-weight:400;color:#777}
+.message{white-space:pre-wrap;background:#f8f8f8;padding:6px;
 border-radius:4px;font-family:ui-monospace,monospace;font-size:.9em}
+details>summary{cursor:pointer;color:#555;font-size:.9em;margin:4px 0}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:.85em;margin:6px 0}
 .legend .item{display:inline-flex;align-items:center;gap:4px}
 svg.timeline{display:block;max-width:100%;height:auto;margin:6px 0 14px}
@@ -354,7 +367,288 @@ svg text.action{font-size:10px;fill:#555}
 .swatch{display:inline-block;width:18px;height:9px}
 .swatch.inactive{background:
 repeating-linear-gradient(45deg,#bdbdbd 0 2px,#eeeeee 2px 5px)!important}
+.scroll{overflow-x:auto;width:max-content;max-width:calc(100vw - 64px)}
+table.scorecard{font-size:.8em;margin:0}table.scorecard td{text-align:right;white-space:nowrap}
+table.scorecard td,table.scorecard th{padding:3px 4px}
+table.scorecard th{font-weight:400;vertical-align:bottom;font-size:.9em}
+table.scorecard th.group{text-align:center;vertical-align:middle;font-weight:400;color:#555}
+table.scorecard th.scenario,table.scorecard td.scenario{text-align:left}
+table.scorecard tr.total td{font-weight:600;background:#fafafa}
 """
+
+# The order a reader wants: what broke, what could not be judged, then the rest.
+_RESULT_ORDER = ("failed", "undecided", "passed", "skipped", "not-supported")
+_RESULT_WORDS = {"not-supported": "not supported"}
+_PERCENTILES = ("p50", "p99")
+
+
+def render_html(report: Report) -> str:
+    """The page top-down: the verdict, the checks (failed first), the scorecard as one
+    table, then the environment: a reader sees what broke on the first screen."""
+    doc = report.to_dict()
+    checks = sorted(
+        zip(doc["checks"], report.results(), strict=True),
+        key=lambda pair: _rank(pair[0]["result"]),
+    )
+    parts = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        f"<title>mkdc conformance report: {_h(doc['profile'])} "
+        f"({_h(doc['summary']['result'])})</title>",
+        f"<style>{_CSS}</style></head><body>",
+        _verdict_html(doc, [entry for entry, _ in checks]),
+        '<h2 id="checks">Checks</h2>',
+    ]
+    findings = doc["findings"]
+    for uid, (entry, check) in enumerate(checks):
+        related = [f for f in findings if entry["id"] in f["checks"]]
+        parts.append(_check_section(entry, check, f"c{uid}", related))
+    parts += [
+        '<h2 id="scorecard">Scorecard</h2>',
+        _scorecard_html(doc["scorecard"]),
+        '<h2 id="environment">Environment</h2>',
+        _kv_table(doc["environment"]),
+        "<h3>Privileges beyond the baseline dispatcher role</h3>",
+        "<ul>" + "".join(f"<li>{_h(p)}</li>" for p in doc["privileges"]) + "</ul>"
+        if doc["privileges"]
+        else '<p class="muted">None: the baseline role only.</p>',
+        "<h3>Implementation</h3>",
+        _kv_table(doc["implementation"]),
+        "<h3>Claims</h3>",
+        _kv_table(doc["claims"]),
+        "<h3>Timeouts (seconds)</h3>",
+        _kv_table(doc["timeouts"]),
+        "<h3>Report</h3>",
+        _kv_table(
+            {
+                "date": doc["date"],
+                "suiteVersion": doc["suiteVersion"],
+                "profile": doc["profile"],
+                "dispatcherName": doc["dispatcherName"],
+            }
+        ),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _rank(result: str) -> int:
+    return _RESULT_ORDER.index(result) if result in _RESULT_ORDER else len(_RESULT_ORDER)
+
+
+def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> str:
+    """Who was judged, the overall result and counts, an index of the checks by result,
+    and one line per finding (findings that name no check in full: no section shows them)."""
+    summary = doc["summary"]
+    result = str(summary["result"])
+    counts = " · ".join(
+        f"{summary.get(key, 0)} {word}"
+        for key, word in (
+            ("failed", "failed"),
+            ("undecided", "undecided"),
+            ("passed", "passed"),
+            ("skipped", "skipped"),
+            ("notSupported", "not supported"),
+        )
+    )
+    parts = [
+        f'<header class="verdict v-{_h(result)}">',
+        f"<h1>Conformance report: {_h(doc['profile'])}</h1>",
+        f"<p>Dispatcher <code>{_h(doc['dispatcherName'])}</code> · {_h(doc['date'])} · "
+        f"suite {_h(doc['suiteVersion'])}</p>",
+        f'<p class="result"><span class="badge {_h(result)}">{_h(result)}</span> {counts}</p>',
+    ]
+    if doc.get("error"):
+        parts.append(f'<div class="message">{_h(doc["error"])}</div>')
+    for result_word in _RESULT_ORDER:
+        group = [c for c in checks if c["result"] == result_word]
+        if not group:
+            continue
+        named = result_word in ("failed", "undecided")  # the ones to read: with names
+        links = ", ".join(
+            f'<a href="#{_h(c["id"])}">{_h(c["id"])}{" " + _h(c["name"]) if named else ""}</a>'
+            for c in group
+        )
+        word = _RESULT_WORDS.get(result_word, result_word)
+        parts.append(f'<p class="index"><span class="group">{_h(word)}:</span> {links}</p>')
+    if doc["findings"]:
+        parts.append("<p><strong>Findings</strong></p><ul>")
+        for f in doc["findings"]:
+            where = ", ".join(f'<a href="#{_h(c)}">{_h(c)}</a>' for c in f["checks"])
+            scenarios = _h(", ".join(f["scenarios"]) or "the run")
+            line = f"<li>{_h(f['title'])} · {'checks ' + where if where else 'no check'}"
+            if not f["checks"]:  # shown nowhere else
+                line += f'<div class="finding" id="finding-{_h(f["id"])}">'
+                line += f'<div class="message">{_h(f["detail"])}</div>'
+                line += f'<p class="muted">seen in: {scenarios}</p></div>'
+            parts.append(line + "</li>")
+        parts.append("</ul>")
+    parts.append(
+        '<nav><a href="#checks">Checks</a><a href="#scorecard">Scorecard</a>'
+        '<a href="#environment">Environment</a></nav>'
+    )
+    parts.append("</header>")
+    return "\n".join(parts)
+
+
+def _check_section(
+    entry: Mapping[str, Any],
+    check: CheckResult,
+    uid: str,
+    findings: list[Mapping[str, Any]],
+) -> str:
+    """One check: its verdict and why, the findings that may explain it, what it
+    measured and the timeline of its workloads. Passed checks keep their evidence
+    folded away, so the failures stay close together."""
+    result = str(entry["result"])
+    parts = [
+        f'<section class="check {_h(result)}" id="{_h(entry["id"])}">',
+        f"<h3>{_h(entry['id'])} {_h(entry['name'])} "
+        f'<span class="badge {_h(result)}">{_h(result)}</span> <span class="meta">'
+        f"{_h(entry['feature'] or 'core')} · {entry['durationSeconds']:.1f} s</span></h3>",
+    ]
+    if entry.get("message"):
+        parts.append(f'<div class="message">{_h(entry["message"])}</div>')
+    for f in findings:
+        anchor = f' id="finding-{_h(f["id"])}"' if f["checks"][0] == entry["id"] else ""
+        parts.append(
+            f'<div class="finding"{anchor}><h4>Finding: {_h(f["title"])}</h4>'
+            f'<div class="message">{_h(f["detail"])}</div>'
+            '<p class="muted">checks failed or undecided there: '
+            + ", ".join(f'<a href="#{_h(c)}">{_h(c)}</a>' for c in f["checks"])
+            + f" · seen in: {_h(', '.join(f['scenarios']) or 'the run')}</p></div>"
+        )
+    evidence = []
+    if entry.get("measured"):
+        evidence.append("<h4>Measured</h4>" + _kv_table(entry["measured"]))
+    timeline = check.timeline
+    if timeline is not None and len(timeline):
+        workloads = timeline.workloads()
+        evidence.append(_legend())
+        if not workloads:
+            evidence.append(_svg_timeline(timeline, "", f"{uid}w"))
+        for i, workload in enumerate(workloads[:MAX_WORKLOAD_PICTURES]):
+            evidence.append(f"<h4>Workload {_h(workload)}</h4>")
+            evidence.append(_svg_timeline(timeline, workload, f"{uid}w{i}"))
+        if len(workloads) > MAX_WORKLOAD_PICTURES:
+            evidence.append(
+                f'<p class="muted">{len(workloads) - MAX_WORKLOAD_PICTURES} more workloads '
+                "not drawn.</p>"
+            )
+    elif result not in ("skipped", "not-supported"):  # those ran nothing to record
+        evidence.append('<p class="muted">No timeline recorded.</p>')
+    if result in ("failed", "undecided") or not (timeline is not None and len(timeline)):
+        parts += evidence
+    else:
+        what = "timeline" + (" and measurements" if entry.get("measured") else "")
+        parts.append(f"<details><summary>{what}</summary>")
+        parts += evidence
+        parts.append("</details>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+# Scorecard columns in reading order: key -> (group, heading); the key itself is each
+# heading's tooltip. Figures the suite adds later follow under "other".
+_FIGURES: dict[str, tuple[str, str]] = {
+    "peakConcurrentCopies": ("peak at once", "copies"),
+    "peakConcurrentProvisioningRequests": ("peak at once", "provisioning requests"),
+    "peakConcurrentReservations": ("peak at once", "quota reservations"),
+    "workersWithPreemptions": ("peak at once", "workers preempting"),
+    "timeToFirstNominationSeconds": ("time to, p50 / p99", "first nomination"),
+    "timeToPlacementSeconds": ("time to, p50 / p99", "placement"),
+    "nominationWritesPerPlacement": ("per placement", "nomination writes"),
+    "copiesCreatedPerPlacement": ("per placement", "copies created"),
+    "copiesDeletedPerPlacement": ("per placement", "copies deleted"),
+    "workloads": ("totals", "workloads"),
+    "placedWorkloads": ("totals", "placed"),
+    "nominationWrites": ("totals", "nomination writes"),
+    "copiesCreated": ("totals", "copies created"),
+    "copiesDeleted": ("totals", "copies deleted"),
+}
+
+
+def _scorecard_html(card: Mapping[str, Any]) -> str:
+    """One table: the whole run, then a row per scenario; a column per figure, grouped
+    under a heading of what kind of figure it is."""
+    per = card.get("perScenario")
+    total = {k: v for k, v in card.items() if k not in ("perScenario", "scenarios")}
+    label = "whole run"
+    if isinstance(card.get("scenarios"), int):
+        label += f" ({card['scenarios']} scenarios)"
+    rows: list[tuple[str, Mapping[str, Any]]] = [(label, total)]
+    if isinstance(per, Mapping):
+        rows += [(str(name), c) for name, c in per.items() if isinstance(c, Mapping)]
+        rows += [(str(name), {"value": c}) for name, c in per.items() if not isinstance(c, Mapping)]
+    elif per is not None:
+        total["perScenario"] = per  # not the usual shape: shown as it is
+    seen: list[str] = []
+    for _, figures in rows:
+        seen += [k for k in figures if k not in seen]
+    columns = [k for k in _FIGURES if k in seen] + [k for k in seen if k not in _FIGURES]
+    groups: list[tuple[str, int]] = []
+    for key in columns:
+        group = _FIGURES.get(key, ("other", ""))[0]
+        if groups and groups[-1][0] == group:
+            groups[-1] = (group, groups[-1][1] + 1)
+        else:
+            groups.append((group, 1))
+    top = "".join(f'<th colspan="{n}" class="group">{_h(g)}</th>' for g, n in groups)
+    head = "".join(f'<th title="{_h(k)}">{_h(_heading(k))}</th>' for k in columns)
+    body = []
+    for i, (name, figures) in enumerate(rows):
+        cells = "".join(
+            f'<td title="{_h(_fmt(figures.get(k)))}">{_h(_figure(k, figures.get(k)))}</td>'
+            for k in columns
+        )
+        css = ' class="total"' if i == 0 else ""
+        body.append(f'<tr{css}><td class="scenario">{_h(name)}</td>{cells}</tr>')
+    return (
+        '<p class="muted">Whole run: peaks are the largest of any scenario, counts are '
+        "totals, times are percentiles over every workload of the run; — means not "
+        "measured. Hover a heading for its name in report.yaml, a cell for its exact "
+        "value.</p>"
+        '<div class="scroll"><table class="scorecard">'
+        f'<tr><th rowspan="2" class="scenario">scenario</th>{top}</tr><tr>{head}</tr>'
+        f"{''.join(body)}</table></div>"
+    )
+
+
+def _heading(key: str) -> str:
+    """A column's heading: its words, or a figure's key split into words."""
+    if key in _FIGURES:
+        return _FIGURES[key][1]
+    return " ".join(re.split(r"(?<=[a-z])(?=[A-Z])", key)).lower()
+
+
+def _is_percentiles(value: Any) -> bool:
+    return isinstance(value, Mapping) and list(value) == list(_PERCENTILES)
+
+
+def _figure(key: str, value: Any) -> str:
+    """A scorecard cell: short numbers, percentiles as "p50 / p99 s"."""
+    unit = " s" if key.endswith("Seconds") else ""
+    if _is_percentiles(value):
+        if all(value[p] is None for p in _PERCENTILES):
+            return "—"
+        return " / ".join(_short_number(value[p]) for p in _PERCENTILES) + unit
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _short_number(value) + unit
+    return _fmt(value)
+
+
+def _short_number(value: Any) -> str:
+    """Two decimals (fewer for large figures), so a column's figures line up."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return _fmt(value)
+    if isinstance(value, int):
+        return str(value)
+    digits = 2 if abs(value) < 100 else 1 if abs(value) < 1000 else 0
+    text = f"{value:.{digits}f}"
+    if float(text) == 0 and value != 0:
+        return f"{value:.1g}"  # a small figure, not zero
+    return text
 
 
 def _kv_table(data: Mapping[str, Any]) -> str:
@@ -374,106 +668,17 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]
 
 
 def _fmt(value: Any) -> str:
+    """Plain words for any value: never a Python repr (lists joined, mappings as k: v)."""
     if value is None:
         return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:.3f}".rstrip("0").rstrip(".")
-    if isinstance(value, list):
+    if isinstance(value, Mapping):
+        if _is_percentiles(value):
+            return " / ".join(_fmt(value[p]) for p in _PERCENTILES)
+        return "; ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) or "{}"
+    if isinstance(value, list | tuple):
         return ", ".join(_fmt(v) for v in value) or "[]"
     return str(value)
-
-
-def render_html(report: Report) -> str:
-    doc = report.to_dict()
-    summary = doc["summary"]
-    parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>mkdc conformance report: {_h(doc['profile'])}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>Conformance report: {_h(doc['profile'])}</h1>",
-        f"<p>Dispatcher <code>{_h(doc['dispatcherName'])}</code> · {_h(doc['date'])} · "
-        f"suite {_h(doc['suiteVersion'])}</p>",
-        "<h2>Summary</h2>",
-        f'<p><span class="badge {_h(summary["result"])}">{_h(summary["result"])}</span> '
-        f"{summary['passed']} passed, {summary['failed']} failed, {summary['undecided']} "
-        f"undecided, {summary['skipped']} skipped, {summary['notSupported']} not supported</p>",
-        *([f'<div class="message">{_h(doc["error"])}</div>'] if doc.get("error") else []),
-        _findings_html(doc["findings"]),
-        "<h2>Environment</h2>",
-        _kv_table(doc["environment"]),
-        "<h3>Privileges beyond the baseline dispatcher role</h3>",
-        "<ul>" + "".join(f"<li>{_h(p)}</li>" for p in doc["privileges"]) + "</ul>"
-        if doc["privileges"]
-        else '<p class="muted">None: the baseline role only.</p>',
-        "<h3>Implementation</h3>",
-        _kv_table(doc["implementation"]),
-        "<h3>Claims</h3>",
-        _kv_table(doc["claims"]),
-        "<h3>Timeouts</h3>",
-        _kv_table(doc["timeouts"]),
-        "<h2>Scorecard</h2>",
-        _kv_table(doc["scorecard"]),
-        "<h2>Checks</h2>",
-        "<table><tr><th>ID</th><th>Name</th><th>Feature</th><th>Result</th>"
-        "<th>Seconds</th><th>Message</th></tr>",
-    ]
-    for c in doc["checks"]:
-        parts.append(
-            f'<tr><td><a href="#{_h(c["id"])}">{_h(c["id"])}</a></td><td>{_h(c["name"])}</td>'
-            f"<td>{_h(c['feature'] or 'core')}</td>"
-            f'<td><span class="badge {_h(c["result"])}">{_h(c["result"])}</span></td>'
-            f"<td>{c['durationSeconds']:.1f}</td>"
-            f"<td>{_h(_short(first_line(c['message'] or ''), 120))}</td></tr>"
-        )
-    parts.append("</table>")
-    for uid, (entry, check) in enumerate(zip(doc["checks"], report.results(), strict=True)):
-        parts.append(_check_section(entry, check, f"c{uid}"))
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
-def _findings_html(findings: list[Mapping[str, Any]]) -> str:
-    """What went wrong across scenarios, first thing after the summary."""
-    if not findings:
-        return ""
-    parts = ["<h2>Findings</h2>"]
-    for f in findings:
-        checks = ", ".join(f'<a href="#{_h(c)}">{_h(c)}</a>' for c in f["checks"])
-        parts.append(
-            f'<div class="finding" id="finding-{_h(f["id"])}"><h3>{_h(f["title"])}</h3>'
-            f'<div class="message">{_h(f["detail"])}</div>'
-            f'<p class="muted">checks failed or undecided there: {checks or "—"} · seen in: '
-            f"{_h(', '.join(f['scenarios']) or 'the run')}</p></div>"
-        )
-    return "\n".join(parts)
-
-
-def _check_section(entry: Mapping[str, Any], check: CheckResult, uid: str) -> str:
-    parts = [
-        f'<section class="check" id="{_h(entry["id"])}">',
-        f"<h3>{_h(entry['id'])} {_h(entry['name'])} "
-        f'<span class="badge {_h(entry["result"])}">{_h(entry["result"])}</span></h3>',
-        f'<p class="muted">{_h(entry["feature"] or "core")} · {entry["durationSeconds"]:.1f} s</p>',
-    ]
-    if entry.get("message"):
-        parts.append(f'<div class="message">{_h(entry["message"])}</div>')
-    if entry.get("measured"):
-        parts.append("<h4>Measured</h4>" + _kv_table(entry["measured"]))
-    timeline = check.timeline
-    if timeline is not None and len(timeline):
-        workloads = timeline.workloads()
-        parts.append(_legend())
-        if not workloads:
-            parts.append(_svg_timeline(timeline, "", f"{uid}w"))
-        for i, workload in enumerate(workloads[:MAX_WORKLOAD_PICTURES]):
-            parts.append(f"<h4>Workload {_h(workload)}</h4>")
-            parts.append(_svg_timeline(timeline, workload, f"{uid}w{i}"))
-        if len(workloads) > MAX_WORKLOAD_PICTURES:
-            parts.append(
-                f'<p class="muted">{len(workloads) - MAX_WORKLOAD_PICTURES} more workloads '
-                "not drawn.</p>"
-            )
-    else:
-        parts.append('<p class="muted">No timeline recorded.</p>')
-    parts.append("</section>")
-    return "\n".join(parts)
