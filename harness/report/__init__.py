@@ -1,6 +1,6 @@
 """The conformance report: its model and writers (`model`), the gate's check of a
-written report (`verify`), the HTML page (`html`) and the redaction every writer applies
-(`redaction`)."""
+written report (`verify`, with report.yaml's JSON Schema `report.schema.json`), the
+HTML page (`html`) and the redaction every writer applies (`redaction`)."""
 
 from harness.report.model import (
     API_VERSION,

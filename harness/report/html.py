@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.report.redaction import redact
+from harness.report.redaction import report_text
+from harness.session import Result
 
 if TYPE_CHECKING:
     from harness.report.model import CheckResult, Report
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 def _h(value: Any) -> str:
     """Escaped (and redacted) text for HTML and SVG."""
-    return html.escape(redact("" if value is None else str(value)), quote=True)
+    return html.escape(report_text("" if value is None else str(value)), quote=True)
 
 
 _COLORS = {
@@ -376,8 +377,8 @@ table.scorecard th.scenario,table.scorecard td.scenario{text-align:left}
 table.scorecard tr.total td{font-weight:600;background:#fafafa}
 """
 
-# The order a reader wants: what broke, what could not be judged, then the rest.
-_RESULT_ORDER = ("failed", "undecided", "passed", "skipped", "not-supported")
+# The order a reader wants, worst first: what broke, what could not be judged, the rest.
+_RESULT_ORDER = tuple(r.value for r in sorted(Result, key=lambda r: r.rank))
 _RESULT_WORDS = {"not-supported": "not supported"}
 _PERCENTILES = ("p50", "p99")
 

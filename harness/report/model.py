@@ -4,7 +4,7 @@ spec/profile-and-report.md), junit.xml (for CI) and report.html."""
 from __future__ import annotations
 
 import datetime as dt
-import re
+import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,7 +16,7 @@ import yaml
 from harness import __version__
 from harness.recording.timeline import Timeline
 from harness.report.html import render_html
-from harness.report.redaction import first_line, iso, plain, redact
+from harness.report.redaction import first_line, iso, plain, report_text
 from harness.session import Result
 from harness.suite import load as load_suite
 
@@ -45,20 +45,16 @@ SUMMARY_KEYS: dict[str, str] = {  # keyed by Result, looked up by a check's resu
     NOT_SUPPORTED: "notSupported",
 }
 
-ENVIRONMENT_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "provider": str,
-    "kubernetesVersion": str,
-    "kueueVersion": str,
-    "workers": int,
-    "nominationWriteMode": str,
-}
-SCORECARD_NUMBERS = (
-    "peakConcurrentCopies",
-    "peakConcurrentProvisioningRequests",
-    "peakConcurrentReservations",
-    "workersWithPreemptions",
-    "nominationWritesPerPlacement",
+# the fields the contract names, always written (null when unknown); their types are in
+# report.schema.json
+ENVIRONMENT_FIELDS = (
+    "provider",
+    "kubernetesVersion",
+    "kueueVersion",
+    "workers",
+    "nominationWriteMode",
 )
+IMPLEMENTATION_FIELDS = ("organization", "project", "version", "url")
 SCORECARD_PERCENTILES = ("timeToFirstNominationSeconds", "timeToPlacementSeconds")
 SCORECARD_ORDER = (
     "peakConcurrentCopies",
@@ -227,6 +223,10 @@ class Report:
             checks.append(entry)
         environment = {key: self.environment.get(key) for key in ENVIRONMENT_FIELDS}
         environment.update(self.environment)
+        implementation = {key: _text(self.implementation.get(key)) for key in IMPLEMENTATION_FIELDS}
+        implementation.update(
+            (k, v) for k, v in self.implementation.items() if k not in IMPLEMENTATION_FIELDS
+        )
         doc = {
             "apiVersion": API_VERSION,
             "kind": KIND,
@@ -234,7 +234,7 @@ class Report:
             "suiteVersion": self.suite_version,
             "profile": self.profile,
             "dispatcherName": self.dispatcher_name,
-            "implementation": self.implementation,
+            "implementation": implementation,
             "environment": environment,
             "claims": self.claims,
             "timeouts": self.timeouts,
@@ -259,7 +259,8 @@ class Report:
 
     def write_junit(self, path: str | Path) -> Path:
         """JUnit XML: one testcase per check; not-supported counts as skipped, undecided as
-        an error (the run could not judge it); findings go to the suite's system-out."""
+        an error (the run could not judge it); findings go to the suite's system-out, the
+        reason a run could not judge the dispatcher at all to its system-err."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = self.to_dict()
@@ -308,6 +309,8 @@ class Report:
         if doc["findings"]:
             out = ET.SubElement(suite, "system-out")
             out.text = "\n\n".join(_xml(_finding_text(f)) for f in doc["findings"])
+        if doc.get("error"):  # why nothing was judged: CI shows it beside the skipped checks
+            ET.SubElement(suite, "system-err").text = _xml(doc["error"])
         ET.indent(suites)
         ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
         return path
@@ -348,6 +351,12 @@ def _default_message(check: CheckResult, cat: Mapping[str, tuple[str, str | None
     return ""
 
 
+def _text(value: Any) -> Any:
+    """An implementation field as text (a profile's unquoted `version: 1.2` is a number
+    in YAML); null stays null: the profile did not say."""
+    return str(value) if isinstance(value, int | float) else value
+
+
 def _complete_scorecard(scorecard: Mapping[str, Any]) -> dict[str, Any]:
     """All contract keys present (null = not measured), extra keys kept after them."""
     out: dict[str, Any] = {}
@@ -362,9 +371,8 @@ def _complete_scorecard(scorecard: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
 def _xml(value: Any) -> str:
-    """A string XML 1.0 can hold (control characters dropped)."""
-    return _XML_BAD.sub("", redact("" if value is None else str(value)))
+    """A string XML 1.0 can hold, redacted; lists and mappings as JSON, not as Python."""
+    if isinstance(value, list | dict):
+        value = json.dumps(value, ensure_ascii=False)
+    return report_text("" if value is None else str(value))

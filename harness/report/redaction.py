@@ -36,10 +36,28 @@ def redact(text: str) -> str:
     return _BEARER_RE.sub(rf"\1 {REDACTED}", text)
 
 
+# What no XML 1.0 document can hold (C0 controls but tab, newline and return; U+FFFE,
+# U+FFFF), and what no UTF-8 file can: lone surrogates, as from a file name or log line
+# decoded with surrogateescape.
+_UNWRITABLE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def writable(text: str) -> str:
+    """`text` with what a report file cannot hold replaced by U+FFFD, so a message copied
+    from a log never makes junit.xml malformed or report.html unwritable."""
+    return _UNWRITABLE_RE.sub("\ufffd", text)
+
+
+def report_text(text: str) -> str:
+    """Text as every report file writes it: redacted, and writable."""
+    return writable(redact(text))
+
+
 def plain(value: Any) -> Any:
-    """YAML-safe plain data with every string redacted (and secret-named keys blanked)."""
+    """YAML-safe plain data with every string redacted and writable (and secret-named
+    keys blanked)."""
     if isinstance(value, str):
-        return redact(value)
+        return report_text(value)
     if isinstance(value, enum.Enum):
         return plain(value.value)
     if value is None or isinstance(value, bool | int):
@@ -53,15 +71,15 @@ def plain(value: Any) -> Any:
         for key, val in value.items():
             name = str(key)
             secret = name.lower() in _SECRET_KEYS and val not in (None, "")
-            out[redact(name)] = REDACTED if secret else plain(val)
+            out[report_text(name)] = REDACTED if secret else plain(val)
         return out
     if isinstance(value, bytes | bytearray):
-        return redact(bytes(value).decode("utf-8", errors="replace"))
+        return report_text(bytes(value).decode("utf-8", errors="replace"))
     if isinstance(value, set | frozenset):
         return [plain(v) for v in sorted(value, key=str)]
     if isinstance(value, Iterable):
         return [plain(v) for v in value]
-    return redact(str(value))
+    return report_text(str(value))
 
 
 def iso(when: dt.datetime) -> str:

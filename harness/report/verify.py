@@ -1,24 +1,27 @@
-"""Checking a report as a submission gate would: schema, every core check present once,
-results consistent with the summary, findings well formed."""
+"""Checking a report as a submission gate would: its structure by the JSON Schema shipped
+beside this module (report.schema.json, the contract of spec/profile-and-report.md in a
+form any language can use), then what a schema cannot say: every core check present
+once under its catalogue name, results consistent with the summary, findings naming
+known checks. One line per problem."""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import json
+import re
+from collections.abc import Iterable
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
 from harness.report.model import (
-    API_VERSION,
-    ENVIRONMENT_FIELDS,
     ERROR,
     FAILED,
-    KIND,
     PASSED,
     RESULTS,
-    SCORECARD_NUMBERS,
-    SCORECARD_PERCENTILES,
     SUMMARY_KEYS,
     SUMMARY_RESULTS,
     UNDECIDED,
@@ -27,6 +30,18 @@ from harness.report.model import (
     core_ids,
     summarize,
 )
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+
+SCHEMA_FILE = "report.schema.json"
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """report.yaml's JSON Schema (draft 2020-12)."""
+    text = resources.files("harness.report").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    return dict(json.loads(text))
 
 
 def verify_report(path: str | Path) -> list[str]:
@@ -44,61 +59,45 @@ def verify_report_data(doc: Any) -> list[str]:
     """verify_report on an already loaded document."""
     if not isinstance(doc, dict):
         return ["report: must be a mapping"]
+    problems = schema_problems(doc)
+    problems += _verify_checks(doc)
+    problems += _verify_findings(doc.get("findings", []))
+    return list(dict.fromkeys(problems))  # one line per problem, in the order found
+
+
+def schema_problems(doc: Any) -> list[str]:
+    """Where the document breaks report.schema.json, a line each, named by its path."""
+    from jsonschema import Draft202012Validator  # only here: a run never needs it
+
+    validator = Draft202012Validator(schema())
+    return list(dict.fromkeys(_line(e, doc) for e in validator.iter_errors(_json_ready(doc))))
+
+
+def _verify_checks(doc: dict[str, Any]) -> list[str]:
+    """The catalogue and the summary: what the schema cannot know."""
     problems: list[str] = []
     add = problems.append
-    if doc.get("apiVersion") != API_VERSION:
-        add(f"apiVersion: must be {API_VERSION}, got {doc.get('apiVersion')!r}")
-    if doc.get("kind") != KIND:
-        add(f"kind: must be {KIND}, got {doc.get('kind')!r}")
-    if not isinstance(doc.get("date"), str | dt.datetime | dt.date):
-        add("date: required (ISO 8601 timestamp)")
-    for key in ("suiteVersion", "profile", "dispatcherName"):
-        if not isinstance(doc.get(key), str) or not doc.get(key):
-            add(f"{key}: required string")
-    for key in ("implementation", "environment", "claims", "timeouts", "summary", "scorecard"):
-        if not isinstance(doc.get(key), dict):
-            add(f"{key}: required mapping")
-    environment = _mapping(doc.get("environment"))
-    for key, kind in ENVIRONMENT_FIELDS.items():
-        value = environment.get(key)
-        if isinstance(value, bool) or not isinstance(value, kind):
-            add(f"environment.{key}: required {_kind_name(kind)}, got {value!r}")
-
     cat = catalogue()
-    checks = doc.get("checks")
+    checks: list[Any] = doc["checks"] if isinstance(doc.get("checks"), list) else []
     valid: list[CheckResult] = []
-    if not isinstance(checks, list):
-        add("checks: required list")
-        checks = []
     seen: dict[str, int] = {}
     for i, check in enumerate(checks):
-        where = f"checks[{i}]"
-        if not isinstance(check, dict):
-            add(f"{where}: must be a mapping")
-            continue
-        cid, name, result = check.get("id"), check.get("name"), check.get("result")
-        if not isinstance(cid, str):
-            add(f"{where}.id: required string")
-            continue
+        cid = check.get("id") if isinstance(check, dict) else None
+        if not isinstance(check, dict) or not isinstance(cid, str):
+            continue  # the schema said what is wrong with it
         where = f"checks[{i}] ({cid})"
         if cid in seen:
             add(f"{where}: duplicate of checks[{seen[cid]}]")
         seen.setdefault(cid, i)
+        name, result, message = check.get("name"), check.get("result"), check.get("message")
         if cid not in cat:
             add(f"{where}.id: unknown check id")
         elif name != cat[cid][0]:
             add(f"{where}.name: {name!r}, but {cid} is {cat[cid][0]!r}")
         if result not in RESULTS:
-            add(f"{where}.result: {result!r} not one of {', '.join(RESULTS)}")
             continue
-        message = check.get("message")
-        if message is not None and not isinstance(message, str):
-            add(f"{where}.message: must be a string")
-        elif result != PASSED and not message:
+        if result != PASSED and (message is None or message == ""):
             add(f"{where}.message: required when the result is {result}")
-        seconds = check.get("durationSeconds")
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
-            add(f"{where}.durationSeconds: required non-negative number, got {seconds!r}")
         valid.append(CheckResult(cid, str(name), result))
     for cid in core_ids(cat):
         if cid not in seen:
@@ -107,77 +106,105 @@ def verify_report_data(doc: Any) -> list[str]:
     if judged and doc.get("timeouts") == {}:
         add(f"timeouts: empty, but {len(judged)} check(s) were judged with slacks and timeouts")
 
-    summary = _mapping(doc.get("summary"))
+    summary: dict[str, Any] = doc["summary"] if isinstance(doc.get("summary"), dict) else {}
     expected = summarize(valid, cat)
-    if summary.get("result") not in SUMMARY_RESULTS:
-        add(f"summary.result: {summary.get('result')!r} not one of {', '.join(SUMMARY_RESULTS)}")
-    elif summary.get("result") == ERROR or doc.get("error") is not None:
-        if summary.get("result") != ERROR or not isinstance(doc.get("error"), str):
+    complete = len(valid) == len(checks)  # else the counts cannot be compared
+    result = summary.get("result")
+    if result == ERROR or doc.get("error") is not None:
+        if result != ERROR or not isinstance(doc.get("error"), str):
             add("error: a report says why it is an error (summary.result error and an error text)")
-    elif len(valid) == len(checks) and summary.get("result") != expected["result"]:
-        add(f"summary.result: {summary.get('result')!r}, but the checks say {expected['result']!r}")
+    elif complete and result in SUMMARY_RESULTS and result != expected["result"]:
+        add(f"summary.result: {result!r}, but the checks say {expected['result']!r}")
     for key in SUMMARY_KEYS.values():
         value = summary.get(key)
-        if key == "undecided" and value is None and not expected[key]:
-            continue  # reports from before undecided existed
-        if isinstance(value, bool) or not isinstance(value, int):
-            add(f"summary.{key}: required integer, got {value!r}")
-        elif len(valid) == len(checks) and value != expected[key]:
+        if key == "undecided" and value is None and expected[key]:
+            add(f"summary.undecided: missing, but the checks count {expected[key]}")
+        elif complete and _integer(value) and value != expected[key]:
             add(f"summary.{key}: {value}, but the checks count {expected[key]}")
-
-    problems += _verify_findings(doc.get("findings", []))
-    scorecard = _mapping(doc.get("scorecard"))
-    for key in SCORECARD_NUMBERS:
-        if key not in scorecard:
-            add(f"scorecard.{key}: missing")
-        elif not _number_or_null(scorecard[key]):
-            add(f"scorecard.{key}: must be a number or null, got {scorecard[key]!r}")
-    for key in SCORECARD_PERCENTILES:
-        value = scorecard.get(key)
-        if not isinstance(value, dict):
-            add(f"scorecard.{key}: missing (mapping with p50 and p99)")
-            continue
-        for pct in ("p50", "p99"):
-            if pct not in value:
-                add(f"scorecard.{key}.{pct}: missing")
-            elif not _number_or_null(value[pct]):
-                add(f"scorecard.{key}.{pct}: must be a number or null, got {value[pct]!r}")
     return problems
 
 
 def _verify_findings(findings: Any) -> list[str]:
-    """findings (optional): a list of {id, title, detail: strings; scenarios, checks: lists
-    of strings}; every check a finding names must be in the catalogue."""
-    if not isinstance(findings, list):
-        return ["findings: must be a list"]
+    """Every check a finding names must be in the catalogue (its shape is the schema's)."""
     problems, cat = [], catalogue()
-    for i, finding in enumerate(findings):
-        where = f"findings[{i}]"
-        if not isinstance(finding, dict):
-            problems.append(f"{where}: must be a mapping")
-            continue
-        for key in ("id", "title", "detail"):
-            if not isinstance(finding.get(key), str) or not finding.get(key):
-                problems.append(f"{where}.{key}: required string")
-        for key in ("scenarios", "checks"):
-            value = finding.get(key)
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                problems.append(f"{where}.{key}: required list of strings")
-            elif key == "checks" and (unknown := [v for v in value if v not in cat]):
-                problems.append(f"{where}.checks: unknown check id(s) {', '.join(unknown)}")
+    for i, finding in enumerate(findings if isinstance(findings, list) else []):
+        named = finding.get("checks") if isinstance(finding, dict) else None
+        if isinstance(named, list):
+            unknown = [str(v) for v in named if isinstance(v, str) and v not in cat]
+            if unknown:
+                problems.append(f"findings[{i}].checks: unknown check id(s) {', '.join(unknown)}")
     return problems
 
 
-def _mapping(value: Any) -> dict[Any, Any]:
-    """`value` if it is a mapping (as YAML loads one), else an empty one to read from."""
-    return value if isinstance(value, dict) else {}
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _number_or_null(value: Any) -> bool:
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+def _json_ready(value: Any) -> Any:
+    """The document as JSON would hold it: YAML's unquoted timestamps as ISO text."""
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_ready(v) for v in value]
+    return value
 
 
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {str: "string", int: "integer", float: "number"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
+_KINDS = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def _line(error: ValidationError, doc: Any) -> str:
+    """One schema error in words, at its place in the document."""
+    where = _where(error.absolute_path, doc)
+    kind, want, instance = error.validator, cast(Any, error.validator_value), error.instance
+    got = _show(instance)
+    if kind == "required":
+        names = [n for n in want if n not in cast(Any, instance) and repr(n) in error.message]
+        inside = "" if where == "report" else f"{where}."
+        return f"{inside}{names[0] if names else '?'}: required"
+    if kind == "type":
+        kinds = [want] if isinstance(want, str) else list(want)
+        return f"{where}: must be {' or '.join(_KINDS.get(k, k) for k in kinds)}, got {got}"
+    if kind == "const":
+        return f"{where}: must be {want}, got {got}"
+    if kind == "enum":
+        return f"{where}: {got} not one of {', '.join(map(str, want))}"
+    if kind == "minimum":
+        return f"{where}: must be at least {want}, got {got}"
+    if kind == "minLength":
+        return f"{where}: must not be empty"
+    if kind == "uniqueItems":
+        return f"{where}: lists an item twice"
+    description = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if kind in ("pattern", "anyOf", "oneOf", "format") and description:
+        return f"{where}: must be {description}, got {got}"
+    return f"{where}: {error.message}"
+
+
+def _where(path: Iterable[str | int], doc: Any) -> str:
+    """A dotted path, a check named by its id: checks[3] (CORE-04).durationSeconds."""
+    out, node = "", doc
+    for part in path:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            out += f"[{part}]"
+            if re.fullmatch(r"checks\[\d+\]", out) and isinstance(node, dict):
+                out += f" ({node['id']})" if isinstance(node.get("id"), str) else ""
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+            out += f".{part}" if out else str(part)
+    return out or "report"
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
