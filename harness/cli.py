@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import toolchain, versions
+from harness import progress, toolchain, versions
 from harness.errors import UserError
 from harness.suite import load as load_suite
 
@@ -142,6 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             kubernetes_version=args.kubernetes_version,
             slacks=slacks,
             clusters=tuple(args.cluster or ()),
+            progress=args.progress,
         )
     )
 
@@ -202,6 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME=KUBECONFIG[:CONTEXT]",
         help="existing provider: the manager and each worker",
+    )
+    p.add_argument(
+        "--progress",
+        choices=[progress.HUMAN, progress.JSONL],
+        default=progress.HUMAN,
+        help="the console: a line per event on stderr (human), or JSON lines on stdout",
     )
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("report", help="work with reports")

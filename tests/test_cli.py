@@ -27,6 +27,14 @@ def test_down_without_environment_is_harmless(capsys, tmp_path, monkeypatch):
     assert code == 0 and "no environment" in err
 
 
+def test_progress_goes_to_the_console_as_lines_or_as_json():
+    parse = cli.build_parser().parse_args
+    assert parse(["run", "--profile", "reference"]).progress == "human"
+    assert parse(["run", "--profile", "reference", "--progress", "jsonl"]).progress == "jsonl"
+    with pytest.raises(SystemExit):
+        parse(["run", "--profile", "reference", "--progress", "xml"])
+
+
 def test_up_with_missing_binaries_exits_2_and_leaves_nothing(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("MKDC_CACHE_DIR", str(tmp_path))
     code, err = _run(capsys, "up", "--workers", "1")
