@@ -1,18 +1,26 @@
 """A pytest plugin for the test processes `mkdc run` starts (`-p harness.testproc`),
 whatever the suite.
 
-The process that sees every test's reports (the xdist controller, or pytest alone)
-reports the end of each test that ran with its outcome, so the progress stream learns
-of a scenario that broke before it could say anything itself.
+- Every xdist worker dies with its controller. The controller dies with `mkdc run`
+  (a parent-death signal from its start), but a worker is the controller's child, and
+  execnet alone lets a worker whose controller is gone finish its running test for 5 s,
+  then interrupts it and gives it 10 s more, with its teardown still at work on the
+  dead run's clusters.
+- The process that sees every test's reports (the xdist controller, or pytest alone)
+  reports the end of each test that ran with its outcome, so the progress stream
+  learns of a scenario that broke before it could say anything itself.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 
-from harness import progress, session
+from harness import procs, progress, session
+
+CONTROLLER = "mkdc_controller_pid"  # the controller's pid, handed to each worker
 
 
 class _State:
@@ -22,6 +30,15 @@ class _State:
 
 def pytest_configure(config: pytest.Config) -> None:
     _State.config = config
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and CONTROLLER in workerinput:
+        procs.die_with_parent(int(workerinput[CONTROLLER]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, in the controller: tell the worker whose death to follow."""
+    node.workerinput[CONTROLLER] = os.getpid()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

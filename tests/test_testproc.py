@@ -1,13 +1,16 @@
-"""The plugin of the test processes `mkdc run` starts: each test's end is reported once,
-from the controller."""
+"""The plugin of the test processes `mkdc run` starts: xdist workers die with their
+controller, and each test's end is reported once, from the controller."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness import progress
@@ -73,3 +76,20 @@ def test_each_tests_end_is_reported_once_with_its_outcome(suite: Path) -> None:
     }
     [failed] = [e for e in ends if e["outcome"] == "failed"]
     assert "one is not two" in failed["error"]
+
+
+def test_a_worker_dies_with_its_controller(suite: Path) -> None:
+    pid_file = suite / "worker.pid"
+    controller = run_pytest(suite, "-k", "waits", MKDC_TEST_PID_FILE=str(pid_file))
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and controller.poll() is None
+            time.sleep(0.1)
+        worker = psutil.Process(int(pid_file.read_text()))
+        assert worker.ppid() == controller.pid
+        os.kill(controller.pid, signal.SIGKILL)
+        controller.wait()
+        worker.wait(timeout=3)  # psutil.TimeoutExpired if it outlives its controller
+    finally:
+        controller.kill()
