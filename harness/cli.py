@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import toolchain, versions
+from harness import progress, rundir, toolchain, versions
 from harness.errors import UserError
 from harness.suite import load as load_suite
 
@@ -77,6 +77,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     from harness.providers.local import LocalProvider
 
+    for removed in rundir.sweep():  # left by runs that were killed; never a live run's
+        _log(removed.describe())
     current = toolchain.cache_dir() / CURRENT
     if current.exists() and Path(current.read_text().strip()).exists():
         running = current.read_text().strip()
@@ -105,19 +107,25 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    """Stop the environment `mkdc up` left running, and remove every run directory whose
+    run is gone (a `mkdc run` that was killed); a live run's directory stays."""
     from harness.procs import stop_recorded
 
     current = toolchain.cache_dir() / CURRENT
-    if not current.exists():
+    was_up = current.exists()
+    if was_up:
+        run_dir = Path(current.read_text().strip())
+        started = time.monotonic()
+        stopped = stop_recorded(run_dir) if run_dir.exists() else 0
+        shutil.rmtree(run_dir, ignore_errors=True)
+        current.unlink()
+        elapsed = time.monotonic() - started
+        _log(f"stopped {stopped} process groups and removed {run_dir} in {elapsed:.1f}s")
+    removed = rundir.sweep()
+    for gone in removed:
+        _log(gone.describe())
+    if not was_up and not removed:
         _log("no environment is running")
-        return 0
-    run_dir = Path(current.read_text().strip())
-    started = time.monotonic()
-    stopped = stop_recorded(run_dir) if run_dir.exists() else 0
-    shutil.rmtree(run_dir, ignore_errors=True)
-    current.unlink()
-    elapsed = time.monotonic() - started
-    _log(f"stopped {stopped} process groups and removed {run_dir} in {elapsed:.1f}s")
     return 0
 
 
@@ -142,6 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             kubernetes_version=args.kubernetes_version,
             slacks=slacks,
             clusters=tuple(args.cluster or ()),
+            progress=args.progress,
         )
     )
 
@@ -203,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=KUBECONFIG[:CONTEXT]",
         help="existing provider: the manager and each worker",
     )
+    p.add_argument(
+        "--progress",
+        choices=[progress.HUMAN, progress.JSONL],
+        default=progress.HUMAN,
+        help="the console: a line per event on stderr (human), or JSON lines on stdout",
+    )
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("report", help="work with reports")
     rsub = p.add_subparsers(dest="report_command", required=True)
@@ -216,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _terminate(signum: int, _frame: object) -> None:
     """SIGTERM/SIGHUP unwind like Ctrl-C, so every `finally` stops what it started."""
-    raise KeyboardInterrupt(f"signal {signum}")
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

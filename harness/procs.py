@@ -22,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from harness.errors import UserError
 
@@ -32,9 +33,16 @@ STATE_FILE = "processes.json"
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mkdc-spawner")
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent(parent: int | None = None) -> None:
+    """SIGKILL this process when its parent (the thread that forked it) ends.
+
+    Runs in a child between fork and exec, or first thing in a process that another one
+    started without it (an xdist worker). Given the `parent` pid it expects, a process
+    whose parent died before this call (it is then another process's child) dies now."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is not None and os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 _HANDED_OUT: set[int] = set()
@@ -123,21 +131,14 @@ class Supervisor:
         log = self.log_dir / f"{name}.log"
         if not Path(argv[0]).exists():
             raise UserError(f"{name}: binary {argv[0]} not found: run `mkdc bins`")
-        out = open(log, "ab")  # noqa: SIM115 - handed to the child, closed below
-        try:
-            popen = _SPAWNER.submit(
-                subprocess.Popen,
+        with open(log, "ab") as out:  # the child keeps its own descriptor
+            popen = spawn(
                 argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
+                out,
                 env={k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset},
                 cwd=cwd,
-                start_new_session=True,
-                preexec_fn=None if self.outlive_parent else _die_with_parent,
-            ).result()
-        finally:
-            out.close()
+                outlive_parent=self.outlive_parent,
+            )
         managed = Managed(name, popen, log, layer)
         self.procs[name] = managed
         self._save()
@@ -177,6 +178,53 @@ class Supervisor:
     def _save(self) -> None:
         state = {name: [p.pgid, p.layer] for name, p in self.procs.items()}
         (self.run_dir / STATE_FILE).write_text(json.dumps(state))
+
+
+def spawn(
+    argv: list[str],
+    out: IO[bytes],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    outlive_parent: bool = False,
+) -> subprocess.Popen:
+    """Start argv as the leader of its own session (a signal to its group reaches what it
+    forks), output to `out`, killed when this process dies unless `outlive_parent`."""
+    return _SPAWNER.submit(
+        subprocess.Popen,
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+        preexec_fn=None if outlive_parent else die_with_parent,
+    ).result()
+
+
+def run_group(
+    argv: list[str], out: IO[bytes], *, env: dict[str, str] | None = None, grace: float = 20.0
+) -> int:
+    """Run argv to its end in a process group of its own that dies with this process; its
+    exit code.
+
+    Interrupted here (Ctrl-C, or SIGTERM turned into KeyboardInterrupt), the group gets
+    SIGINT, so pytest ends its scenarios and says so, then SIGKILL after `grace` seconds
+    or at a second interrupt; the interrupt is then raised again."""
+    popen = spawn(argv, out, env=env)
+    try:
+        return popen.wait()
+    except KeyboardInterrupt:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(popen.pid, signal.SIGINT)
+        try:
+            popen.wait(timeout=grace)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            pass
+        stop_group(popen.pid, sig=signal.SIGKILL, grace=0)
+        popen.wait()
+        raise
 
 
 def stop_group(pgid: int, *, sig: int = signal.SIGTERM, grace: float = 10.0) -> None:

@@ -13,14 +13,24 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import control, identity, inventory, kube, scenario, toolchain, versions
+from harness import (
+    control,
+    identity,
+    inventory,
+    kube,
+    procs,
+    progress,
+    rundir,
+    scenario,
+    toolchain,
+    versions,
+)
 from harness.dispatcher import DispatcherRunner, StartFailure
 from harness.environment import Environment
 from harness.errors import UserError
@@ -39,6 +49,8 @@ NO_RECORD = (
     "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
     "marked with @pytest.mark.checks for it, or that scenario was not collected)"
 )
+INTERRUPTED = "undecided: the run was interrupted ({how}) before a scenario decided it"
+INTERRUPTED_EXIT = 130
 
 
 @dataclass
@@ -55,6 +67,7 @@ class Options:
     kubernetes_version: str | None = None
     slacks: dict[str, str] | None = None
     clusters: tuple[str, ...] = ()  # existing provider: NAME=KUBECONFIG[:CONTEXT]
+    progress: str = progress.HUMAN  # the console: human lines (stderr) or JSON lines (stdout)
 
 
 def log(msg: str) -> None:
@@ -112,18 +125,23 @@ def make_provider(
 
 
 def run(opts: Options) -> int:
-    """The whole session; returns the exit status (0 passed, 1 failed)."""
+    """The whole session; returns the exit status (0 passed, 1 failed, 130 interrupted)."""
     profile = load_profile(opts.profile)
     v = versions.select(opts.kueue_version, opts.kubernetes_version)
-    unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in load_suite().catalogue]
+    catalogue = load_suite().catalogue
+    unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in catalogue]
     if unknown:
         raise UserError(f"unknown check id(s) {', '.join(unknown)} (see `mkdc checks`)")
     if profile.run is not None and profile.run.go_build is not None:
         toolchain.build_go_module(profile.run.go_build, log)  # before any cluster starts
+    for removed in rundir.sweep():  # left by runs that were killed; never a live run's
+        log(removed.describe())
     report_dir = opts.report_dir.resolve()
     if report_dir.exists():
         shutil.rmtree(report_dir)
     (report_dir / "results").mkdir(parents=True)
+    pytest_log = report_dir / progress.LOG_FILE
+    interrupted = ""  # the signal that stopped the suite, if one did
     # Kueue's built-in dispatchers write as Kueue itself (kueue-admission); no policy needed.
     write_mode = KUEUE_ADMISSION if profile.is_builtin else profile.nomination_writes
     provider = make_provider(opts, profile, v, write_mode)
@@ -177,14 +195,40 @@ def run(opts: Options) -> int:
             parallel = 1
             log("clusterScope shared: scenarios take turns on the environment's clusters")
         log(f"running the suite for profile {profile.name} ({parallel} parallel)")
-        code = _pytest(session_file, parallel)
+        reporter = stack.enter_context(
+            progress.Reporter(session.events_file, report_dir, mode=opts.progress)
+        )
+        selected = [c for c in catalogue if session.selects(c)]
+        reporter.emit(
+            progress.RUN_START,
+            profile=profile.name,
+            total=len(selected),
+            checks=selected,
+            parallel=parallel,
+            log=str(pytest_log),
+        )
+        try:
+            code = _pytest(session_file, parallel, pytest_log)
+        except KeyboardInterrupt as exc:  # the scenarios are stopped: report what they did
+            interrupted, code = str(exc) or "SIGINT", 0
+        reporter.pump()  # every event, before the run directory goes
         if code not in (0, 1):
-            raise UserError(f"the suite itself failed (pytest exit {code}); see the output above")
-        report = build_report(profile, env, report_dir, opts, time.monotonic() - started)
-        if report.summary()["failed"] or report.summary()["undecided"]:
+            raise UserError(
+                f"the suite itself failed (pytest exit {code}): read {pytest_log}"
+                f" ({_last_line(pytest_log)})"
+            )
+        wall = time.monotonic() - started
+        report = build_report(profile, env, report_dir, opts, wall, interrupted)
+        summary = report.summary()
+        if summary["failed"] or summary["undecided"]:
             _collect_logs(env, report_dir)
-    report.write_all(report_dir)
-    summary = report.summary()
+        report.write_all(report_dir)
+        reporter.end(
+            summary=summary,
+            notDecided=[c.id for c in report.checks if c.result == UNDECIDED],
+            interrupted=interrupted or None,
+            report=str(report_dir / "report.yaml"),
+        )
     log(
         f"{summary['result']}: {summary['passed']} passed, {summary['failed']} failed, "
         f"{summary['undecided']} undecided, {summary['skipped']} skipped, "
@@ -193,7 +237,12 @@ def run(opts: Options) -> int:
     for finding in report.findings:
         log(f"finding: {finding.title}")
     log(f"report: {report_dir}/report.html")
-    return 1 if summary["failed"] or summary["undecided"] else 0
+    broken = summary["failed"] or summary["undecided"]
+    log(f"{'tracebacks' if broken else 'pytest output'}: {pytest_log}")
+    if interrupted:
+        log(f"interrupted ({interrupted}): the report is partial")
+        return INTERRUPTED_EXIT
+    return 1 if broken else 0
 
 
 def _start_dispatcher(
@@ -292,21 +341,34 @@ def _require_api_version(env: Environment, version: str | None) -> None:
         )
 
 
-def _pytest(session_file: Path, parallel: int) -> int:
-    """Scenarios in parallel, then those that kill the dispatcher, alone."""
+def _pytest(session_file: Path, parallel: int, log_file: Path) -> int:
+    """Scenarios in parallel, then those that kill the dispatcher, alone.
+
+    pytest's own output, tracebacks included, goes to `log_file`; the console shows the
+    progress. Each pytest is a process group of its own that dies with this process
+    (its xdist workers with it: `harness.testproc`), and is stopped on an interrupt."""
     scenarios = str(load_suite().scenarios)
     base = [sys.executable, "-m", "pytest", scenarios, "-q", "-rfE", "-p", "no:cacheprovider"]
+    base += ["-p", "harness.testproc"]
     env = {**os.environ, SESSION_ENV: str(session_file)}
     shared = [*base, "-m", "not exclusive"]
     if parallel > 1:
         shared += ["-n", str(parallel)]
-    codes = [
-        subprocess.run(argv, env=env, check=False).returncode
-        for argv in (shared, [*base, "-m", "exclusive"])
-    ]
+    with log_file.open("ab") as out:
+        codes = [
+            procs.run_group(argv, out, env=env) for argv in (shared, [*base, "-m", "exclusive"])
+        ]
     # 5 = nothing selected in a phase (e.g. filtered out), which is fine here
     codes = [0 if c == 5 else c for c in codes]
     return max(codes)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no output"
+    return lines[-1][:200] if lines else "no output"
 
 
 def _purge(env: Environment, run_id: str) -> None:
@@ -315,11 +377,17 @@ def _purge(env: Environment, run_id: str) -> None:
 
 
 def build_report(
-    profile: Profile, env: Environment, report_dir: Path, opts: Options, wall: float
+    profile: Profile,
+    env: Environment,
+    report_dir: Path,
+    opts: Options,
+    wall: float,
+    interrupted: str = "",
 ) -> Report:
     """Fold the per-scenario result files into one result per check, and explain what
     went wrong across them (findings). A check this run should have decided and for which
-    no scenario recorded anything (its scenario marker lost, say) is undecided, not absent."""
+    no scenario recorded anything (its scenario marker lost, say, or the run `interrupted`
+    by that signal) is undecided, not absent."""
     suite = load_suite()
     records = [json.loads(p.read_text()) for p in sorted((report_dir / "results").glob("*.json"))]
     by_check: dict[str, list[dict[str, Any]]] = {}
@@ -331,7 +399,8 @@ def build_report(
         recs = sorted(by_check.get(check_id, []), key=lambda r: Result(r["result"]).rank)
         if not recs:
             if _due(check_id, check.feature, profile, opts):
-                results.append(CheckResult(check_id, check.name, UNDECIDED, NO_RECORD))
+                why = INTERRUPTED.format(how=interrupted) if interrupted else NO_RECORD
+                results.append(CheckResult(check_id, check.name, UNDECIDED, why))
             continue
         worst = recs[0]
         message = worst.get("message", "") if worst["result"] != "passed" else ""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 SESSION_ENV = "MKDC_SESSION"  # the session file's path, for the test processes
+EVENTS_FILE = "events.jsonl"  # progress events of the test processes, in the run directory
 
 
 class Result(enum.StrEnum):
@@ -61,6 +62,11 @@ class Session:
     @property
     def results_dir(self) -> Path:
         return self.report_dir / "results"
+
+    @property
+    def events_file(self) -> Path:
+        """Where the test processes append their progress events (`harness.progress`)."""
+        return self.environment / EVENTS_FILE
 
     def selects(self, check_id: str) -> bool:
         """Whether this session judges `check_id` (--checks / --skip-checks)."""

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import progress
 from harness.multikueue import API
 from harness.recording.timeline import Kind, Timeline
 from harness.scenario import Scenario
@@ -142,10 +143,22 @@ def _wanted(check_id: str) -> bool:
 
 
 def _write(session: Session, record: dict[str, Any]) -> None:
+    """The result file for the report, and the verdict for the live progress."""
     path = (
         session.results_dir / f"{record['scenario']}-{record['check']}-{secrets.token_hex(3)}.json"
     )
     path.write_text(json.dumps(record))
+    check = CATALOGUE.get(record["check"])
+    progress.emit(
+        session.events_file,
+        progress.CHECK_VERDICT,
+        check=record["check"],
+        name=check.name if check is not None else "",
+        scenario=record["scenario"],
+        result=str(record["result"]),
+        message=record.get("message", ""),
+        durationSeconds=record.get("durationSeconds"),
+    )
 
 
 # Checks whose decision point is a wait of their own scenario, once the scenario got as far

@@ -119,3 +119,16 @@ def test_a_check_no_scenario_recorded_is_undecided_not_absent(tmp_path: Path) ->
         "EXT-05": "undecided",  # claimed (Escalation): it should have been decided
     }  # EXT-12: HighAvailability not claimed by this profile; the rest filtered out
     assert "no scenario of this run recorded a result" in by_id["EXT-05"].message
+
+
+def test_after_an_interrupt_the_checks_not_decided_say_so(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    write(results, 1, "CORE-01", "a", "passed", Story("a/wl").created(0))
+    run = Options("reference", checks=("CORE-01", "CORE-03"))
+    report = build_report(load_profile("reference"), ENV, tmp_path, run, 1.0, "SIGINT")
+    by_id = {c.id: c for c in report.checks}
+    assert by_id["CORE-01"].result == "passed" and by_id["CORE-03"].result == "undecided"
+    assert by_id["CORE-03"].message == (
+        "undecided: the run was interrupted (SIGINT) before a scenario decided it"
+    )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
-from harness import cli
+from harness import cli, rundir
 
 
 def _run(capsys, *argv: str) -> tuple[int, str]:
@@ -23,8 +25,31 @@ def test_unknown_kueue_version_exits_2_with_one_line(capsys):
 
 def test_down_without_environment_is_harmless(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("MKDC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     code, err = _run(capsys, "down")
     assert code == 0 and "no environment" in err
+
+
+def test_down_removes_what_a_killed_run_left_and_says_so(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MKDC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    left = tmp_path / "mkdc-run-killed"
+    left.mkdir()
+    (left / rundir.OWNER_FILE).write_text(json.dumps({"pid": 999_999_999, "started": 0.0}))
+    live = rundir.create("mkdc-run-")  # a run going on beside it, owned by this process
+    code, err = _run(capsys, "down")
+    assert code == 0 and not left.exists() and live.exists()
+    assert (
+        err == f"mkdc: removed left-over run directory {left} (its run, pid 999999999, is gone)\n"
+    )
+
+
+def test_progress_goes_to_the_console_as_lines_or_as_json():
+    parse = cli.build_parser().parse_args
+    assert parse(["run", "--profile", "reference"]).progress == "human"
+    assert parse(["run", "--profile", "reference", "--progress", "jsonl"]).progress == "jsonl"
+    with pytest.raises(SystemExit):
+        parse(["run", "--profile", "reference", "--progress", "xml"])
 
 
 def test_up_with_missing_binaries_exits_2_and_leaves_nothing(capsys, tmp_path, monkeypatch):

@@ -90,3 +90,32 @@ def test_children_survive_the_thread_that_started_them(tmp_path):
     time.sleep(0.3)
     assert started[0].alive()
     sup.stop_all()
+
+
+def test_a_group_runs_to_its_end_and_returns_its_exit_code(tmp_path):
+    with (tmp_path / "out.log").open("ab") as out:
+        code = procs.run_group(["/bin/sh", "-c", "echo to-the-log; exit 3"], out)
+    assert code == 3 and (tmp_path / "out.log").read_text() == "to-the-log\n"
+
+
+def test_an_interrupted_group_gets_sigint_then_sigkill_and_the_interrupt_goes_on(tmp_path):
+    """As pytest under `mkdc run` on Ctrl-C or SIGTERM: told first, killed after the grace."""
+    import signal
+
+    marker, leader = tmp_path / "got-int", tmp_path / "pgid"
+    script = f"echo $$ > {leader}; trap 'touch {marker}' INT; sleep 60 & wait; sleep 60"
+
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    started = time.monotonic()
+    try:
+        with (tmp_path / "out.log").open("ab") as out, pytest.raises(KeyboardInterrupt):
+            procs.run_group(["/bin/sh", "-c", script], out, grace=1.0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert marker.exists()  # told
+    assert 1.4 < time.monotonic() - started < 10  # then killed,
+    assert not procs.group_alive(int(leader.read_text()))  # the background sleep too

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import yaml
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from harness import inventory, kube
+from harness import inventory, kube, rundir
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
 from harness.kueue_install import NAMESPACE
@@ -208,7 +207,7 @@ class ExistingProvider:
             )
         workers = [c for c in clusters if c.role == "worker"]
         secrets = {w.name: worker_secret(mdyn, w.name) for w in workers}
-        self.run_dir = Path(tempfile.mkdtemp(prefix="mkdc-existing-"))  # created 0700
+        self.run_dir = rundir.create("mkdc-existing-")  # created 0700
         run_id = inventory.new_run_id()
         self.env = Environment(
             provider=self.name,

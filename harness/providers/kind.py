@@ -16,7 +16,6 @@ import json
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from harness import inventory, kueue_install, multikueue, toolchain
+from harness import inventory, kueue_install, multikueue, rundir, toolchain
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
 from harness.providers.local import fake_node
@@ -351,7 +350,7 @@ class KindProvider:
         self.preflight()
         man = self.manifests(self.versions)
         self._resolve_write_mode(man)
-        self.run_dir = Path(tempfile.mkdtemp(prefix="mkdc-kind-"))  # created 0700
+        self.run_dir = rundir.create("mkdc-kind-")  # created 0700
         try:
             return self._up(man)
         except BaseException:

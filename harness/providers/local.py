@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import ssl
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from harness import kube, kueue_install, mountns, multikueue, pki, toolchain
+from harness import kube, kueue_install, mountns, multikueue, pki, rundir, toolchain
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
 from harness.procs import Supervisor, free_port
@@ -162,7 +161,7 @@ class LocalProvider:
         self.kueue_extra = kueue_install.deep_merge(
             self.kueue_extra, kueue_install.write_mode_config(self.write_mode)
         )
-        self.run_dir = Path(tempfile.mkdtemp(prefix="mkdc-run-"))  # created 0700
+        self.run_dir = rundir.create("mkdc-run-", detached=self.outlive_parent)  # created 0700
         self.supervisor = Supervisor(self.run_dir, outlive_parent=self.outlive_parent)
         try:
             return self._up(bins, man)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness import control
+from harness import control, progress
 from harness.environment import Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import SHARED, load_profile
@@ -49,6 +49,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         elif (need := _missing_capability(item, session)) is not None:
             expectations.record_skipped(session, decided, f"the provider cannot {need}")
             item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
+    progress.emit(
+        session.events_file,
+        progress.PLAN,
+        scenarios=[
+            {
+                "test": item.nodeid,
+                "checks": _decided(item, session),
+                "exclusive": item.get_closest_marker("exclusive") is not None,
+            }
+            for item in items
+            if item.get_closest_marker("skip") is None
+        ],
+    )
 
 
 def _check_ids(item: pytest.Item) -> list[str]:
@@ -107,6 +120,14 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
                 "that discovers clusters only at start cannot pass it"
             )
         sc.checks = _check_ids(request.node)
+        progress.emit(
+            current().events_file,
+            progress.SCENARIO_START,
+            test=request.node.nodeid,
+            scenario=name,
+            checks=_decided(request.node, current()),
+            exclusive=exclusive,
+        )
         yield sc
         try:
             expectations.judge_every_timeline(sc)

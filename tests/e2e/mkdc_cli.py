@@ -24,6 +24,17 @@ def mkdc_run(
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def mkdc_start(
+    profile: str | Path, report_dir: Path, *args: str, output: Path
+) -> subprocess.Popen[bytes]:
+    """`mkdc run` started and not waited for (to be signalled); its stdout and stderr go
+    to the file `output`."""
+    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", str(profile)]
+    argv += ["--report-dir", str(report_dir), *args]
+    with output.open("wb") as out:
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+
+
 def report_of(report_dir: Path) -> dict[str, Any]:
     return yaml.safe_load((report_dir / "report.yaml").read_text())
 

@@ -1,0 +1,342 @@
+"""Live progress of a run: the events the test processes report, and how `mkdc run`
+shows them.
+
+Verdicts are decided inside the pytest processes (xdist workers are processes of their
+own), so each appends one JSON object per event to `events.jsonl` in the private run
+directory, one write under an exclusive lock, so that lines of parallel processes never
+interleave. `mkdc run` follows that file, adds the running count and an estimate of the
+time left, and writes the public stream: `progress.jsonl` in the report directory, and
+the console (a line per event on stderr, or with `--progress jsonl` the JSON lines on
+stdout).
+
+Events (the `event` field; `time` is Unix time): run-start (the checks selected),
+plan (the scenarios collected to run), scenario-start, check-verdict, scenario-end,
+run-end (the summary).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from harness.session import Result
+
+RUN_START = "run-start"
+PLAN = "plan"
+SCENARIO_START = "scenario-start"
+CHECK_VERDICT = "check-verdict"
+SCENARIO_END = "scenario-end"
+RUN_END = "run-end"
+
+PUBLIC_FILE = "progress.jsonl"  # in the report directory
+LOG_FILE = "pytest.log"  # pytest's own output and the tracebacks, in the report directory
+HUMAN, JSONL = "human", "jsonl"
+# What a scenario is expected to take until one has finished (most take 30-90 s).
+DEFAULT_SCENARIO_SECONDS = 60.0
+RAN = ("passed", "failed")  # scenario outcomes whose duration says what a scenario takes
+
+
+def emit(path: Path, event: str, **fields: Any) -> None:
+    """Append one event to the events file. Never fails the caller: progress is for the
+    reader, the results are written elsewhere."""
+    line = json.dumps({"event": event, "time": round(time.time(), 3), **fields}, default=str)
+    with contextlib.suppress(OSError), path.open("a") as out:
+        fcntl.flock(out, fcntl.LOCK_EX)
+        out.write(line + "\n")
+
+
+class Follower:
+    """Reads the events appended to a file since the last read, whole lines only."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self._offset += len(data)
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        events = []
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a killed writer
+            if isinstance(event, dict):
+                events.append(event)
+        return events
+
+
+@dataclass
+class Progress:
+    """The state of a run as its events tell it: checks done (with a verdict, undecided
+    included) of the total, and an estimate of the time left.
+
+    A check judged on several scenarios' timelines (CORE-01, CORE-02, CORE-05) counts once,
+    at its first verdict; the report keeps the worst. The estimate: every scenario not
+    finished takes the mean duration of the scenarios finished so far
+    (DEFAULT_SCENARIO_SECONDS before any), less what a running one has already taken;
+    `parallel` at a time, then the exclusive ones alone."""
+
+    total: int = 0
+    parallel: int = 1
+    started: float | None = None
+    verdicts: dict[str, str] = field(default_factory=dict)  # check -> worst result so far
+    planned: dict[str, bool] = field(default_factory=dict)  # test -> exclusive
+    running: dict[str, float] = field(default_factory=dict)  # test -> start time
+    names: dict[str, str] = field(default_factory=dict)  # test -> scenario name
+    finished: set[str] = field(default_factory=set)
+    durations: dict[str, float] = field(default_factory=dict)  # test -> seconds, if it ran
+    _seen: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def feed(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Take one event; the public event (with elapsed time, count and estimate), or
+        None for one that says nothing new (the same plan or verdict from another
+        process)."""
+        kind, now = event.get("event"), float(event.get("time") or time.time())
+        if kind == RUN_START:
+            self.started = now
+            self.total = int(event.get("total", 0))
+            self.parallel = max(int(event.get("parallel", 1)), 1)
+        elif kind == PLAN:
+            new = [s for s in event.get("scenarios", []) if s["test"] not in self.planned]
+            if not new:
+                return None
+            self.planned.update({s["test"]: bool(s.get("exclusive")) for s in new})
+            event = {**event, "added": len(new), "planned": len(self.planned)}
+        elif kind == SCENARIO_START:
+            test = event["test"]
+            if test in self.running or test in self.finished:
+                return None
+            self.running[test] = now
+            self.names[test] = event.get("scenario", test)
+            self.planned.setdefault(test, bool(event.get("exclusive")))
+        elif kind == CHECK_VERDICT:
+            key = (event["check"], event.get("scenario", ""), event["result"])
+            if key in self._seen:
+                return None
+            self._seen.add(key)
+            self.verdicts[event["check"]] = _worse(self.verdicts.get(event["check"]), key[2])
+        elif kind == SCENARIO_END:
+            test = event["test"]
+            began = self.running.pop(test, None)
+            self.finished.add(test)
+            self.planned.setdefault(test, False)
+            if event.get("outcome") in RAN:
+                took = now - began if began is not None else event.get("durationSeconds")
+                if took is not None:
+                    self.durations[test] = float(took)
+        public = {**event, "elapsedSeconds": round(now - (self.started or now), 1)}
+        if kind == SCENARIO_END and event["test"] in self.names:
+            public.setdefault("scenario", self.names[event["test"]])
+        if kind in (PLAN, SCENARIO_START, CHECK_VERDICT, RUN_END):
+            public.update(done=len(self.verdicts), total=self.total)
+        if kind in (PLAN, SCENARIO_START, CHECK_VERDICT):
+            public["etaSeconds"] = self.eta(now)
+        return public
+
+    def eta(self, now: float) -> float | None:
+        """Seconds left, estimated; None while no scenario is known."""
+        if not self.planned:
+            return None
+        each = self.expected()
+        shared_work = shared_longest = exclusive = 0.0
+        for test, alone in self.planned.items():
+            if test in self.finished:
+                continue
+            rest = each
+            if test in self.running:  # past its expected time: a little more, not none
+                rest = max(each - (now - self.running[test]), 0.1 * each)
+            if alone:
+                exclusive += rest
+            else:
+                shared_work += rest
+                shared_longest = max(shared_longest, rest)
+        return round(max(shared_work / self.parallel, shared_longest) + exclusive, 1)
+
+    def expected(self) -> float:
+        """What one scenario is expected to take."""
+        if self.durations:
+            return statistics.fmean(self.durations.values())
+        return DEFAULT_SCENARIO_SECONDS
+
+
+def _worse(old: str | None, new: str) -> str:
+    if old is None:
+        return new
+    try:
+        return min(old, new, key=lambda r: Result(r).rank)
+    except ValueError:
+        return old
+
+
+def clock(seconds: float) -> str:
+    """Elapsed run time as mm:ss (h:mm:ss past an hour)."""
+    s = max(int(seconds), 0)
+    h, m = divmod(s // 60, 60)
+    return f"{h}:{m:02d}:{s % 60:02d}" if h else f"{m:02d}:{s % 60:02d}"
+
+
+def span(seconds: float) -> str:
+    """A duration in words a glance reads: 41.2s, 2m05s, 1h02m."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    s = int(round(seconds))
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _count(event: Mapping[str, Any]) -> str:
+    eta = event.get("etaSeconds")
+    left = (
+        ""
+        if eta is None
+        else f", ~{span(round(eta)) if eta >= 60 else f'{eta:.0f}s'} left (estimate)"
+    )
+    return f"[{event.get('done', 0)}/{event.get('total', 0)} checks done{left}]"
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def human(event: Mapping[str, Any], log: Path | str) -> str | None:
+    """The console line for a public event; None for events the console leaves out."""
+    kind, at = event.get("event"), clock(float(event.get("elapsedSeconds", 0)))
+    if kind == RUN_START:
+        return (
+            f"judging {event.get('total', 0)} check(s), {event.get('parallel', 1)} scenario(s) "
+            f"at a time; pytest's output and tracebacks go to {log}"
+        )
+    if kind == PLAN:
+        added, planned = event.get("added", 0), event.get("planned", 0)
+        more = (
+            f"{added} more scenario(s) to run, {planned} in all"
+            if added != planned
+            else (f"{planned} scenario(s) to run")
+        )
+        return f"{at} {more} {_count(event)}"
+    if kind == SCENARIO_START:
+        checks = ", ".join(event.get("checks", []))
+        return f"{at} {'started':<13} {event.get('scenario', event['test'])} ({checks}) " + (
+            _count(event)
+        )
+    if kind == CHECK_VERDICT:
+        line = (
+            f"{at} {event['result']:<13} {event['check']} {event.get('name', '')}  "
+            f"{event.get('scenario', '')}  {span(float(event.get('durationSeconds') or 0))}  "
+            f"{_count(event)}"
+        )
+        why = _first_line(event.get("message", "")) if event["result"] != "passed" else ""
+        return f"{line}: {why}" if why else line
+    if kind == SCENARIO_END and event.get("outcome") not in ("passed", "skipped"):
+        what = _first_line(event.get("error", ""), 160)
+        name = event.get("scenario") or event["test"]
+        return f"{at} {event.get('outcome', 'error'):<13} {name}: {what}; traceback in {log}"
+    if kind == RUN_END:
+        missing = event.get("notDecided") or []
+        how = "interrupted" if event.get("interrupted") else "finished"
+        line = f"{at} {how}: {event.get('done', 0)}/{event.get('total', 0)} checks done"
+        return f"{line}; not decided: {', '.join(missing)}" if missing else line
+    return None
+
+
+class Reporter:
+    """Follows the events file in a thread and writes the public stream as it goes."""
+
+    def __init__(
+        self,
+        events: Path,
+        report_dir: Path,
+        *,
+        mode: str = HUMAN,
+        poll: float = 0.5,
+        out: IO[str] | None = None,
+        err: IO[str] | None = None,
+    ) -> None:
+        self.events = events
+        self.log = report_dir / LOG_FILE
+        self.public = report_dir / PUBLIC_FILE
+        self.mode = mode
+        self.poll = poll
+        self.out, self.err = out or sys.stdout, err or sys.stderr
+        self.progress = Progress()
+        self._follower = Follower(events)
+        self._stop = threading.Event()
+        self._ended = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="mkdc-progress", daemon=True)
+
+    def __enter__(self) -> Reporter:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: object, _tb: object) -> None:
+        """A run that ends in an error still ends its stream, saying why."""
+        if exc_type is not None and not self._ended:
+            self.end(error=str(exc) or exc_type.__name__)
+        self.close()
+
+    def start(self) -> Reporter:
+        self._thread.start()
+        return self
+
+    def end(self, **fields: Any) -> None:
+        """The run-end event."""
+        self._ended = True
+        self.emit(RUN_END, **fields)
+
+    def emit(self, event: str, **fields: Any) -> None:
+        """An event of `mkdc run` itself, shown after every event the test processes
+        wrote before it (also once the run directory, and the events file, are gone)."""
+        with self._lock:
+            self._drain()
+            self._show({"event": event, "time": round(time.time(), 3), **fields})
+
+    def close(self) -> None:
+        """Stop following, after showing every event written so far."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.pump()
+
+    def pump(self) -> None:
+        """Show the events written since the last call."""
+        with self._lock:
+            self._drain()
+
+    def _drain(self) -> None:
+        for event in self._follower.read():
+            self._show(event)
+
+    def _show(self, event: dict[str, Any]) -> None:
+        public = self.progress.feed(event)
+        if public is None:
+            return
+        line = json.dumps(public, default=str)
+        with contextlib.suppress(OSError), self.public.open("a") as out:
+            out.write(line + "\n")
+        if self.mode == JSONL:
+            print(line, file=self.out, flush=True)
+        elif (text := human(public, self.log)) is not None:
+            print(f"mkdc: {text}", file=self.err, flush=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll):
+            self.pump()

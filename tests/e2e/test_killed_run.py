@@ -1,0 +1,134 @@
+"""`mkdc run` killed outright leaves nothing running, and `mkdc down` removes what it
+left on disk.
+
+A run killed with SIGKILL cannot clean up after itself: everything it started (the
+clusters, the dispatcher, pytest and its xdist workers) must die with it through
+parent-death signals, the ports they listened on must close, and its run directory (CA
+key, kubeconfigs) stays until the next `mkdc down` (or `mkdc run`, `mkdc up`) removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness import progress, rundir
+from tests.e2e.mkdc_cli import mkdc_start
+
+SETTLE = 20.0  # seconds for every process of the killed run to be gone
+
+
+def scenario_started(report_dir: Path, run: subprocess.Popen[bytes], output: Path) -> None:
+    """Wait for the first scenario-start of the run's progress stream."""
+    stream = report_dir / progress.PUBLIC_FILE
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert run.poll() is None, output.read_text()[-3000:]
+        if stream.exists() and progress.SCENARIO_START in stream.read_text():
+            return
+        time.sleep(0.5)
+    pytest.fail(f"no scenario started in 300s: {output.read_text()[-3000:]}")
+
+
+def run_dir_of(output: Path) -> Path:
+    """The run directory `mkdc run` announced ("environment ready in ...: DIR")."""
+    [line] = [x for x in output.read_text().splitlines() if "environment ready in" in x]
+    return Path(line.rsplit(": ", 1)[1])
+
+
+def listening(procs: list[psutil.Process]) -> set[int]:
+    ports = set()
+    for proc in procs:
+        try:
+            conns = proc.net_connections(kind="inet")
+        except psutil.Error:
+            continue
+        ports |= {c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN}
+    return ports
+
+
+def left_over(tree: list[psutil.Process], run_dir: Path, ports: set[int]) -> dict[str, list]:
+    """What of the run is still there: processes (of its tree, or naming its directory),
+    and ports still listening."""
+    alive = [p for p in tree if _live(p)]
+    users = [p for p in rundir.using(run_dir) if _live(p)]
+    still = {
+        c.laddr.port
+        for c in psutil.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port in ports
+    }
+    return {
+        "processes": sorted({f"{p.pid} {' '.join(_cmdline(p))[:120]}" for p in alive + users}),
+        "ports": sorted(still),
+    }
+
+
+def _live(proc: psutil.Process) -> bool:
+    """Running, and the same process (not a reused pid); a zombie is gone."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return ["?"]
+
+
+@pytest.mark.e2e
+def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
+    selected_versions, tmp_path: Path
+) -> None:
+    report_dir, output = tmp_path / "report", tmp_path / "mkdc-run.log"
+    run = mkdc_start(
+        "reference", report_dir, "--checks", "CORE-01", "--workers", "3", output=output
+    )
+    try:
+        scenario_started(report_dir, run, output)
+        time.sleep(3)  # under way: the recorder watching, the dispatcher nominating
+        run_dir = run_dir_of(output)
+        tree = [psutil.Process(run.pid), *psutil.Process(run.pid).children(recursive=True)]
+        names = {p.name() for p in tree}
+        assert {"etcd", "kube-apiserver", "kueue"} <= names, names
+        [pytest_controller] = [p for p in tree if "pytest" in _cmdline(p)[1:3]]
+        assert len(pytest_controller.children()) == 2  # its xdist workers (-n 2)
+        ports = listening(tree)
+        assert ports, "the run listened on no port"
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        deadline = time.monotonic() + SETTLE
+        while (left := left_over(tree, run_dir, ports)) != {"processes": [], "ports": []}:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert left == {"processes": [], "ports": []}
+        assert run_dir.exists()  # nothing of the run could remove it
+        down = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "down"],
+            env={**os.environ, "MKDC_CACHE_DIR": str(tmp_path / "cache")},  # no `mkdc up` here
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert down.returncode == 0, down.stderr
+        assert not run_dir.exists()
+        assert f"removed left-over run directory {run_dir}" in down.stderr, down.stderr
+        events = [
+            json.loads(x) for x in (report_dir / progress.PUBLIC_FILE).read_text().splitlines()
+        ]
+        assert events[0]["event"] == progress.RUN_START and events[0]["total"] == 1
+    finally:
+        run.kill()
+        run.wait()

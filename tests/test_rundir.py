@@ -1,0 +1,120 @@
+"""Run directories left by killed runs are removed; a live run's never is."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from harness import rundir
+
+GONE = {"pid": 999_999_999, "started": 0.0}  # no such process
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def made(root: Path, name: str, owner: dict[str, Any] | None, age: float = 0.0) -> Path:
+    path = root / name
+    path.mkdir(mode=0o700)
+    if owner is not None:
+        (path / rundir.OWNER_FILE).write_text(json.dumps(owner))
+    if age:
+        then = time.time() - age
+        os.utime(path, (then, then))
+    return path
+
+
+def user_of(path: Path) -> subprocess.Popen:
+    """A process that names `path` in its environment, as a test process of that run does."""
+    env = {**os.environ, "MKDC_SESSION": str(path / "session.json")}
+    return subprocess.Popen(["/bin/sleep", "60"], env=env)
+
+
+def test_a_live_runs_directory_stays(private_tmp: Path) -> None:
+    mine = rundir.create("mkdc-run-")
+    assert mine.parent == private_tmp and oct(mine.stat().st_mode & 0o777) == "0o700"
+    assert rundir.sweep(private_tmp) == [] and mine.exists()
+
+
+def test_a_directory_whose_run_is_gone_is_removed(private_tmp: Path) -> None:
+    left = made(private_tmp, "mkdc-run-left", {**GONE, "detached": False})
+    [removed] = rundir.sweep(private_tmp)
+    assert removed.path == left and not left.exists()
+    assert "its run, pid 999999999, is gone" in removed.describe()
+
+
+def test_a_reused_pid_is_not_the_owner(private_tmp: Path) -> None:
+    reused = made(private_tmp, "mkdc-existing-x", {"pid": os.getpid(), "started": 1.0})
+    assert [r.path for r in rundir.sweep(private_tmp)] == [reused]
+
+
+def test_processes_still_using_a_dead_runs_directory_are_stopped(private_tmp: Path) -> None:
+    left = made(private_tmp, "mkdc-run-orphans", {**GONE, "detached": False})
+    orphan = user_of(left)
+    try:
+        time.sleep(0.2)
+        [removed] = rundir.sweep(private_tmp)
+        assert removed.killed == 1 and not left.exists()
+        assert not psutil.pid_exists(orphan.pid)  # killed and reaped
+    finally:
+        orphan.kill()
+
+
+def test_an_environment_left_running_by_mkdc_up_stays_while_used(private_tmp: Path) -> None:
+    up = made(private_tmp, "mkdc-run-up", {**GONE, "detached": True})
+    server = user_of(up)
+    try:
+        time.sleep(0.2)
+        assert rundir.sweep(private_tmp) == [] and up.exists()
+    finally:
+        server.kill()
+        server.wait()
+    [removed] = rundir.sweep(private_tmp)
+    assert removed.path == up and "environment's processes are gone" in removed.why
+
+
+def test_directories_of_older_versions_go_only_when_old_and_unused(private_tmp: Path) -> None:
+    young = made(private_tmp, "mkdc-run-young", None)
+    used = made(private_tmp, "mkdc-run-used", None, age=600)
+    other = made(private_tmp, "mkdc-existing-old", None, age=600)  # nothing names it in use
+    old = made(private_tmp, "mkdc-run-old", None, age=600)
+    made(private_tmp, "not-mkdc", {**GONE, "detached": False})
+    user = user_of(used)
+    try:
+        time.sleep(0.2)
+        assert [r.path for r in rundir.sweep(private_tmp)] == [old]
+    finally:
+        user.kill()
+        user.wait()
+    assert young.exists() and used.exists() and other.exists()
+
+
+def test_a_longer_name_is_not_a_use_of_its_prefix(private_tmp: Path) -> None:
+    short = made(private_tmp, "mkdc-run-ab", None)
+    longer = made(private_tmp, "mkdc-run-abc", None)
+    user = user_of(longer)
+    try:
+        time.sleep(0.2)
+        users = rundir.using(short)
+        assert [p.pid for p in rundir.using(longer)] == [user.pid]
+        assert user.pid not in [p.pid for p in users]
+    finally:
+        user.kill()
+        user.wait()
+
+
+def test_the_owner_record_names_this_process(private_tmp: Path) -> None:
+    record = json.loads((rundir.create("mkdc-run-", detached=True) / rundir.OWNER_FILE).read_text())
+    me = psutil.Process()
+    assert record == {"pid": me.pid, "started": me.create_time(), "detached": True}
