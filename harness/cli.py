@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -67,11 +68,52 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     unshare = shutil.which("unshare")
     print(f"unshare:  {unshare or 'MISSING (fix: apt-get install util-linux)'}")
     problems += unshare is None
+    for line in _kind_readiness(v):
+        print(line)
     current = toolchain.cache_dir() / CURRENT
     if current.exists():
         print(f"environment: running, run dir {current.read_text().strip()} (stop: mkdc down)")
     print("doctor: all good" if not problems else f"doctor: {problems} problem(s)")
     return 0 if not problems else 1
+
+
+def _kind_readiness(v: versions.Versions) -> list[str]:
+    """What `--provider kind` would find (not counted as problems: local needs none)."""
+    engine = (
+        subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if shutil.which("docker")
+        else None
+    )
+    if engine is not None and engine.returncode == 0:
+        lines = [f"kind:     Docker engine {engine.stdout.strip()} answers"]
+    else:
+        lines = [
+            "kind:     no Docker engine answers (for --provider kind: start yours, or run"
+            " `sudo scripts/docker-engine` on Debian/Ubuntu)"
+        ]
+    from harness.providers import kind_images
+
+    tools = [c for c in toolchain.node_components(v) if not toolchain.is_built(c)]
+    if tools:
+        lines.append(
+            f"kind:     {', '.join(c.key for c in tools)} not built yet"
+            " (the first kind run builds them)"
+        )
+    if not shutil.which("debootstrap"):
+        lines.append(
+            "kind:     debootstrap missing: the node image cannot be built here"
+            " (apt-get install debootstrap), only kind's published one used"
+        )
+    if engine is not None and engine.returncode == 0:
+        tag = kind_images.node_tag(v)
+        state = "built" if kind_images.docker_has(tag) else "not built yet (about 2 min, once)"
+        lines.append(f"kind:     node image {tag}: {state}")
+    return lines
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -151,6 +193,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             slacks=slacks,
             clusters=tuple(args.cluster or ()),
             progress=args.progress,
+            kind_images=args.kind_images,
         )
     )
 
@@ -198,6 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", required=True, help="a built-in profile name or a path")
     p.add_argument("--provider", default="local", choices=["local", "kind", "existing"])
     p.add_argument(
+        "--kind-images",
+        default="auto",
+        choices=["auto", "built", "release"],
+        help="kind provider: node and Kueue images built here, or kind's and Kueue's"
+        " published ones (auto: built when registry.k8s.io is not in reach)",
+    )
+    p.add_argument(
         "--workers", type=int, default=None, help="default: the profile's clusters, else 4"
     )
     p.add_argument("--report-dir", help="default: reports/<profile>")
@@ -229,15 +279,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_stopping: list[str] = []  # the signal that started the unwinding, once one has
+
+
 def _terminate(signum: int, _frame: object) -> None:
-    """SIGTERM/SIGHUP unwind like Ctrl-C, so every `finally` stops what it started."""
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    """SIGINT/SIGTERM/SIGHUP unwind once, so every `finally` stops what it started; a
+    second signal (a second Ctrl-C, `timeout` and a user both sending SIGTERM) must not
+    cut that cleanup short and leave clusters behind."""
+    name = signal.Signals(signum).name
+    if _stopping:
+        print(f"mkdc: {name}: already stopping; cleaning up what the run started", file=sys.stderr)
+        return
+    _stopping.append(name)
+    raise KeyboardInterrupt(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _terminate)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, a background job
+            signal.signal(sig, _terminate)
     try:
         return args.func(args)
     except UserError as exc:

@@ -68,6 +68,7 @@ class Options:
     slacks: dict[str, str] | None = None
     clusters: tuple[str, ...] = ()  # existing provider: NAME=KUBECONFIG[:CONTEXT]
     progress: str = progress.HUMAN  # the console: human lines (stderr) or JSON lines (stdout)
+    kind_images: str = "auto"  # kind provider: built here, kind's release, or auto
 
 
 def log(msg: str) -> None:
@@ -120,6 +121,10 @@ def make_provider(
             workers=len(worker_names(opts, profile)),
             dispatcher_name=profile.dispatcher_name,
             kueue_extra=profile.kueue,
+            write_mode=write_mode,
+            node_capacity=_node_capacity(profile),
+            progress=log,
+            images=opts.kind_images,
         )
     raise UserError(f"unknown provider {opts.provider!r} (local, kind, existing)")
 

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -44,6 +45,32 @@ def create(prefix: str, *, detached: bool = False) -> Path:
     return path
 
 
+CLEANUP_FILE = "cleanup.json"
+
+
+def add_cleanup(path: Path, argv: list[str]) -> None:
+    """A command that undoes something this run made outside its directory (a kind
+    cluster, say); a sweep that finds the directory left over runs it first."""
+    commands = _cleanups(path)
+    if argv not in commands:
+        (path / CLEANUP_FILE).write_text(json.dumps([*commands, argv]))
+
+
+def drop_cleanup(path: Path, argv: list[str]) -> None:
+    """The run undid it itself."""
+    commands = [c for c in _cleanups(path) if c != argv]
+    with contextlib.suppress(OSError):
+        (path / CLEANUP_FILE).write_text(json.dumps(commands))
+
+
+def _cleanups(path: Path) -> list[list[str]]:
+    try:
+        commands = json.loads((path / CLEANUP_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return [list(map(str, c)) for c in commands if isinstance(c, list)]
+
+
 @dataclass(frozen=True)
 class Removed:
     """A left-over run directory that was removed, and why it counted as left over."""
@@ -51,10 +78,12 @@ class Removed:
     path: Path
     why: str
     killed: int = 0  # processes still using it, stopped first
+    undone: int = 0  # cleanup commands run (kind clusters deleted, say)
 
     def describe(self) -> str:
         killed = f"; stopped {self.killed} process(es) still using it" if self.killed else ""
-        return f"removed left-over run directory {self.path} ({self.why}{killed})"
+        undone = f"; ran {self.undone} cleanup command(s) it left" if self.undone else ""
+        return f"removed left-over run directory {self.path} ({self.why}{killed}{undone})"
 
 
 def sweep(root: Path | None = None) -> list[Removed]:
@@ -101,8 +130,13 @@ def remove_if_left_over(path: Path) -> Removed | None:
             proc.kill()
             killed += 1
     psutil.wait_procs(users, timeout=5)
+    undone = 0
+    for argv in _cleanups(path):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run(argv, capture_output=True, timeout=120, check=False)
+            undone += done.returncode == 0
     shutil.rmtree(path)
-    return Removed(path, why, killed)
+    return Removed(path, why, killed, undone)
 
 
 def using(path: Path) -> list[psutil.Process]:

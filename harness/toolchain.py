@@ -112,6 +112,30 @@ def components(v: Versions) -> list[Component]:
     ]
 
 
+def node_components(v: Versions) -> list[Component]:
+    """What a kind node image needs beyond `components`: the node agents and kubeadm."""
+    control_plane = next(c for c in components(v) if c.name == "kubernetes")
+    return [
+        Component(
+            name="kubernetes-node",
+            module=control_plane.module,
+            version=control_plane.version,
+            packages=tuple(
+                f"k8s.io/kubernetes/cmd/{name}"
+                for name in ("kubelet", "kubeadm", "kubectl", "kube-proxy")
+            ),
+            ldflags=control_plane.ldflags,
+            staging_replaces=True,
+        ),
+        Component(
+            name="kind",
+            module="sigs.k8s.io/kind",
+            version=f"v{v.kind}",
+            packages=("sigs.k8s.io/kind",),
+        ),
+    ]
+
+
 def bin_dir(component: Component) -> Path:
     return cache_dir() / "bin" / component.key
 

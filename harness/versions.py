@@ -18,6 +18,7 @@ class Versions:
     kueue: str
     etcd: str
     kwok: str
+    kind: str = "0.33.0"  # the kind provider's tool; node images are built for `kubernetes`
 
     @property
     def kubernetes_minor(self) -> int:

@@ -88,3 +88,17 @@ def test_a_reader_that_goes_away_is_an_ordinary_end() -> None:
         check=False,
     )
     assert proc.stdout.startswith("CORE-01 ") and proc.stderr == "", proc.stderr
+
+
+def test_a_second_signal_does_not_cut_the_cleanup_short(monkeypatch, capsys):
+    """The first SIGTERM unwinds (so `finally` blocks stop clusters); a second one, as
+    `timeout` plus a user both send, only says so."""
+    import signal
+
+    from harness import cli
+
+    monkeypatch.setattr(cli, "_stopping", [])
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+        cli._terminate(signal.SIGTERM, None)
+    cli._terminate(signal.SIGINT, None)  # no exception: the cleanup goes on
+    assert "SIGINT: already stopping" in capsys.readouterr().err

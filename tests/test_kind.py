@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import kueue_install, toolchain, versions
+from harness import kueue_install, rundir, toolchain, versions
 from harness.environment import Environment
 from harness.errors import UserError
-from harness.providers import kind
+from harness.providers import kind, kind_images
 from harness.providers.kind import Cmd, KindCluster, KindProvider, Result
 
 V = versions.select("0.19.2")
@@ -41,6 +41,9 @@ def kind_kubeconfig(name: str, internal: bool) -> str:
     )
 
 
+NODE_ADDRESS = "172.18.0.3"
+
+
 class FakeRunner:
     """Records each command; answers kind/docker queries; fails what `fail` matches."""
 
@@ -63,6 +66,8 @@ class FakeRunner:
             return Result(0, "".join(f"{n}\n" for n in self.existing))
         if cmd.argv[:3] == ("kind", "get", "kubeconfig"):
             return Result(0, kind_kubeconfig(cmd.argv[-1], "--internal" in cmd.argv))
+        if cmd.argv[:2] == ("docker", "inspect"):
+            return Result(0, f"{NODE_ADDRESS}\n")
         return Result(0, "")
 
     def lines(self) -> list[str]:
@@ -131,6 +136,9 @@ def make(manifests, runner=None, *, tools=("kind", "docker", "kubectl"), **kw) -
         wire=wired.append,
         sleep=sleeps.append,
         parallel=kw.pop("parallel", False),
+        images=kw.pop("images", "release"),
+        cgroup_v1=kw.pop("cgroup_v1", False),
+        inotify=kw.pop("inotify", None),
         **kw,
     )
     p.wired, p.sleeps = wired, sleeps
@@ -323,6 +331,10 @@ def test_up_in_ci_mode_creates_installs_wires_and_down_deletes(manifests):
     assert env.info["kindClusters"]["worker2"] == "mkdc-worker2"
     worker_kc = yaml.safe_load(env.worker("worker1").kubeconfig.read_text())
     assert worker_kc["current-context"] == "internal"
+    servers = {c["name"]: c["cluster"]["server"] for c in worker_kc["clusters"]}
+    assert servers["internal"] == f"https://{NODE_ADDRESS}:6443"  # no DNS name needed
+    cleanup = json.loads((env.run_dir / rundir.CLEANUP_FILE).read_text())
+    assert [c[-1] for c in cleanup] == ["mkdc-manager", "mkdc-worker1", "mkdc-worker2"]
     assert yaml.safe_load(env.manager.kubeconfig.read_text())["current-context"] == "external"
     assert (env.run_dir / "environment.json").exists()
     runner.cmds.clear()
@@ -482,3 +494,118 @@ def test_merge_patch_mode_turns_on_kueues_gate_on_the_manager(manifests):
     manager_cfg = yaml.safe_load(cms[0]["data"][kind.KUEUE_CONFIG_KEY])
     assert manager_cfg["featureGates"]["WorkloadRequestUseMergePatch"] is True
     assert env.nomination_write_mode == "merge-patch"
+
+
+# ------------------------------------------------------- images built here
+def fake_built(tmp_path: Path):
+    def build(v, work, progress):
+        kueue_yaml, kwok_yaml = work / "kueue.yaml", work / "kwok.yaml"
+        kueue_yaml.write_text("kind: Deployment\n")
+        kwok_yaml.write_text("kind: Deployment\n")
+        return kind_images.Built(
+            node_image="mkdc.local/kind-node:v1.36.3-abc",
+            kueue_manifest=kueue_yaml,
+            kwok_manifest=kwok_yaml,
+            images=(tmp_path / "kueue.tar",),
+            worker_images=(tmp_path / "kwok.tar",),
+        )
+
+    return build
+
+
+def test_built_images_pin_the_node_load_the_archives_and_apply_rendered_manifests(
+    tmp_path, manifests
+):
+    runner = FakeRunner()
+    p = make(manifests, runner, images="built", build_images=fake_built(tmp_path), cgroup_v1=True)
+    env = p.up()
+    creates = [c for c in runner.cmds if c.argv[:3] == ("kind", "create", "cluster")]
+    for c in creates:
+        argv = list(c.argv)
+        cfg = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text())
+        assert cfg["nodes"][0]["image"] == "mkdc.local/kind-node:v1.36.3-abc"
+        assert cfg["networking"]["disableDefaultCNI"] is True
+        patches = "\n".join(cfg["kubeadmConfigPatches"])
+        assert "failCgroupV1: false" in patches and "addon/coredns" in patches
+        assert f"imageTag: {V.etcd}-0" in patches
+    lines = runner.lines()
+    loads = [line for line in lines if line.startswith("kind load image-archive")]
+    assert sorted(loads) == sorted(
+        [
+            f"kind load image-archive {tmp_path}/kueue.tar --name mkdc-{n}"
+            for n in ("manager", "worker1", "worker2")
+        ]
+        + [
+            f"kind load image-archive {tmp_path}/kwok.tar --name mkdc-{n}"
+            for n in ("worker1", "worker2")
+        ]
+    )
+    applied = [c.argv[c.argv.index("-f") + 1] for c in runner.cmds if "-f" in c.argv]
+    assert str(env.run_dir / "kueue.yaml") in applied
+    assert not any("github.com" in a for a in applied)  # nothing from the internet
+    p.down()
+
+
+def test_auto_images_are_built_only_when_the_registry_is_out_of_reach(tmp_path, manifests):
+    for answers, expected in ((True, "release"), (False, "built")):
+        p = make(
+            manifests,
+            images="auto",
+            build_images=fake_built(tmp_path),
+            registry_answers=lambda answers=answers: answers,
+        )
+        p.up()
+        assert p.images == expected
+        assert (p.node_image is not None) == (expected == "built")
+        p.down()
+
+
+def test_release_images_keep_kinds_node_image_and_add_no_built_patches():
+    cfg = kind.render_kind_config("worker", V, cgroup_v1=False)
+    assert cfg["nodes"][0]["image"] == "kindest/node:v1.36.3"
+    assert cfg.get("kubeadmConfigPatches") == []
+    assert "disableDefaultCNI" not in cfg.get("networking", {})
+
+
+def test_unknown_images_mode_is_one_line():
+    with pytest.raises(UserError, match="kind images 'pulled' is not one of auto, built, release"):
+        KindProvider(V, images="pulled")
+
+
+def test_by_address_replaces_only_the_host():
+    kc = {"clusters": [{"cluster": {"server": "https://mkdc-worker1-control-plane:6443"}}]}
+    assert kind.by_address(kc, "172.18.0.9")["clusters"][0]["cluster"]["server"] == (
+        "https://172.18.0.9:6443"
+    )
+
+
+def test_the_kind_network_goes_with_the_clusters_when_this_run_made_it(manifests):
+    runner = FakeRunner(fail={"docker network inspect": -1})  # no kind network yet
+    p = make(manifests, runner)
+    env = p.up()
+    assert ["docker", "network", "rm", "kind"] in json.loads(
+        (env.run_dir / rundir.CLEANUP_FILE).read_text()
+    )
+    runner.cmds.clear()
+    p.down()
+    assert runner.lines()[-1] == "docker network rm kind"
+    runner = FakeRunner()  # a network that was there before stays
+    p = make(manifests, runner)
+    p.up()
+    runner.cmds.clear()
+    p.down()
+    assert "docker network rm kind" not in runner.lines()
+
+
+def test_too_few_inotify_instances_for_the_clusters_is_one_line_with_the_sysctl(
+    tmp_path, manifests
+):
+    (tmp_path / "max_user_instances").write_text("128\n")
+    line = kind.inotify_too_low(5, tmp_path)
+    assert line is not None and "max_user_instances is 128, 5 kind clusters need" in line
+    assert "sysctl -w fs.inotify.max_user_instances=1024" in line
+    assert kind.inotify_too_low(1, tmp_path) is None
+    runner = FakeRunner()
+    with pytest.raises(UserError, match="max_user_instances is 128"):
+        make(manifests, runner, workers=4, inotify=tmp_path).up()
+    assert runner.cmds == []  # before anything is created

@@ -103,9 +103,14 @@ def test_an_interrupted_group_gets_sigint_then_sigkill_and_the_interrupt_goes_on
     import signal
 
     marker, leader = tmp_path / "got-int", tmp_path / "pgid"
-    script = f"echo $$ > {leader}; trap 'touch {marker}' INT; sleep 60 & wait; sleep 60"
+    # the pid file is written once the trap is set: the interrupt comes only then, so a
+    # slow start on a busy machine cannot kill the shell before it listens
+    script = f"trap 'touch {marker}' INT; echo $$ > {leader}; sleep 60 & wait; sleep 60"
 
     def interrupt(_signum, _frame):
+        if not leader.exists() or not leader.read_text().strip():
+            signal.setitimer(signal.ITIMER_REAL, 0.1)
+            return
         raise KeyboardInterrupt("SIGTERM")
 
     previous = signal.signal(signal.SIGALRM, interrupt)

@@ -118,3 +118,23 @@ def test_the_owner_record_names_this_process(private_tmp: Path) -> None:
     record = json.loads((rundir.create("mkdc-run-", detached=True) / rundir.OWNER_FILE).read_text())
     me = psutil.Process()
     assert record == {"pid": me.pid, "started": me.create_time(), "detached": True}
+
+
+def test_a_dead_runs_cleanup_commands_run_before_its_directory_goes(private_tmp: Path) -> None:
+    left = made(private_tmp, "mkdc-kind-left", {**GONE, "detached": False})
+    marker = private_tmp / "cluster-deleted"
+    rundir.add_cleanup(left, ["/bin/sh", "-c", f"touch {marker}"])
+    rundir.add_cleanup(left, ["/bin/sh", "-c", f"touch {marker}"])  # recorded once
+    rundir.add_cleanup(left, ["/bin/false"])  # a failing one does not stop the sweep
+    [removed] = rundir.sweep(private_tmp)
+    assert marker.exists() and not left.exists()
+    assert removed.undone == 1 and "ran 1 cleanup command(s)" in removed.describe()
+
+
+def test_cleanup_the_run_did_itself_is_not_repeated(private_tmp: Path) -> None:
+    left = made(private_tmp, "mkdc-kind-done", {**GONE, "detached": False})
+    marker = private_tmp / "twice"
+    rundir.add_cleanup(left, ["/bin/sh", "-c", f"touch {marker}"])
+    rundir.drop_cleanup(left, ["/bin/sh", "-c", f"touch {marker}"])
+    rundir.sweep(private_tmp)
+    assert not marker.exists() and not left.exists()

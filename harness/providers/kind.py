@@ -7,15 +7,22 @@ Kueue uses, https://<name>-control-plane:6443 on the kind docker network) and
 `external` (127.0.0.1, what the harness and kubectl use via Cluster.context).
 Modes: `ci` creates fresh clusters and deletes them at down(); `dev` reuses
 clusters of the same names and keeps them.
+Images: `release` uses kind's published node image and Kueue's released manifests (a
+registry in reach); `built` builds the node, Kueue and KWOK images here from the same
+Go-module binaries as the local provider (kind_images.py) and renders the manifests from
+the modules; `auto` picks `built` when registry.k8s.io does not answer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
+import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +35,7 @@ import yaml
 from harness import inventory, kueue_install, multikueue, rundir, toolchain
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
+from harness.providers import kind_images
 from harness.providers.local import fake_node
 from harness.versions import Versions
 
@@ -42,11 +50,16 @@ CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 HASH_ANNOTATION = "mkdc.x-k8s.io/config-hash"
 INTERNAL, EXTERNAL = "internal", "external"
 MODES = ("ci", "dev")
+IMAGES = ("auto", "built", "release")
+KIND_NETWORK = "kind"  # the docker network kind puts every cluster's node on
 FIX = {
     "kind": "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)",
-    "docker": "install Docker (https://docs.docker.com/engine/install/)",
+    "docker": "install Docker (https://docs.docker.com/engine/install/), or run"
+    " scripts/docker-engine as root on Debian or Ubuntu",
     "kubectl": "install kubectl (https://kubernetes.io/docs/tasks/tools/)",
 }
+# Kubernetes 1.35+ kubelets refuse a cgroup v1 host unless told otherwise.
+CGROUP_V1_PATCH = "kind: KubeletConfiguration\nfailCgroupV1: false\n"
 Progress = Callable[[str], None]
 
 
@@ -108,15 +121,73 @@ def node_image(v: Versions) -> str:
     return f"kindest/node:v{v.kubernetes}"
 
 
-def render_kind_config(role: str, v: Versions, config_dir: Path = CONFIG_DIR) -> dict[str, Any]:
-    """kind-configs/<role>.yaml with every node pinned to the selected Kubernetes image."""
+def built_node_patches(v: Versions) -> list[str]:
+    """kubeadm patches for a node image built here: our etcd's own tag, and no CoreDNS
+    (not built here; the harness and Kueue reach every apiserver by address)."""
+    return [
+        "kind: InitConfiguration\nskipPhases: [preflight, addon/coredns]\n",
+        f"kind: ClusterConfiguration\netcd:\n  local:\n    imageTag: {v.etcd}-0\n",
+    ]
+
+
+def render_kind_config(
+    role: str,
+    v: Versions,
+    config_dir: Path = CONFIG_DIR,
+    *,
+    image: str | None = None,
+    built: bool = False,
+    cgroup_v1: bool = False,
+) -> dict[str, Any]:
+    """kind-configs/<role>.yaml with every node pinned to the node image (kind's for the
+    selected Kubernetes version, or `image` built here) and the patches this host needs."""
     path = config_dir / f"{role}.yaml"
     if not path.is_file():
         raise UserError(f"kind config {path} is missing: run mkdc from a checkout of the repo")
     cfg = yaml.safe_load(path.read_text())
     for node in cfg.setdefault("nodes", [{"role": "control-plane"}]):
-        node["image"] = node_image(v)
+        node["image"] = image or node_image(v)
+    patches = cfg.setdefault("kubeadmConfigPatches", [])
+    if cgroup_v1:
+        patches.append(CGROUP_V1_PATCH)
+    if built:
+        patches += built_node_patches(v)
+        cfg.setdefault("networking", {})["disableDefaultCNI"] = True  # the image's bridge
     return cfg
+
+
+INOTIFY = Path("/proc/sys/fs/inotify")
+INOTIFY_INSTANCES_PER_CLUSTER = 100  # kubelet, kube-proxy, containerd and the pods' watches
+
+
+def inotify_too_low(clusters: int, proc: Path = INOTIFY) -> str | None:
+    """kind's known limit: every node shares the host's inotify instances, and a node
+    short of them fails with "too many open files" (kube-proxy first, then all that
+    needs Services). One line saying the sysctl that fixes it, or None."""
+    try:
+        instances = int((proc / "max_user_instances").read_text())
+    except (OSError, ValueError):
+        return None
+    need = clusters * INOTIFY_INSTANCES_PER_CLUSTER
+    if instances >= need:
+        return None
+    return (
+        f"fs.inotify.max_user_instances is {instances}, {clusters} kind clusters need about"
+        f" {need}: run `sudo sysctl -w fs.inotify.max_user_instances={max(need, 1024)}"
+        " fs.inotify.max_user_watches=524288` (scripts/docker-engine sets both)"
+    )
+
+
+def host_has_cgroup_v1() -> bool:
+    return not Path("/sys/fs/cgroup/cgroup.controllers").exists()
+
+
+def registry_answers(host: str = "registry.k8s.io", timeout: float = 3.0) -> bool:
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def kueue_configuration(
@@ -222,6 +293,31 @@ def kubeconfig_cmd(kind_name: str, internal: bool = False) -> Cmd:
     return Cmd(("kind", "get", "kubeconfig", *flags, "--name", kind_name))
 
 
+def network_inspect_cmd() -> Cmd:
+    return Cmd(("docker", "network", "inspect", "--format", "{{.Name}}", KIND_NETWORK))
+
+
+def network_rm_cmd() -> Cmd:
+    return Cmd(("docker", "network", "rm", KIND_NETWORK))
+
+
+def node_address_cmd(c: KindCluster) -> Cmd:
+    """The node's address on the kind network, which the other clusters' pods reach."""
+    template = f'{{{{(index .NetworkSettings.Networks "{KIND_NETWORK}").IPAddress}}}}'
+    return Cmd(("docker", "inspect", "--format", template, c.node))
+
+
+def by_address(kc: dict[str, Any], address: str) -> dict[str, Any]:
+    """`kind get kubeconfig --internal` with the node's address for its host name: a pod
+    resolves the name only through cluster DNS forwarding to Docker's, which a node image
+    built here (no CoreDNS) does not have; the apiserver's certificate names both."""
+    for entry in kc["clusters"]:
+        entry["cluster"]["server"] = re.sub(
+            r"^https://[^:/]+", f"https://{address}", entry["cluster"]["server"]
+        )
+    return kc
+
+
 def _yaml_stream(docs: Sequence[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(list(docs), sort_keys=False)
 
@@ -241,6 +337,21 @@ def probe_cluster_queue() -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Sources:
+    """Where Kueue's and KWOK's install manifests come from (a release URL or a file
+    rendered here), and image archives to load into the nodes first."""
+
+    kueue: str
+    kwok: str
+    images: tuple[Path, ...] = ()  # every cluster
+    worker_images: tuple[Path, ...] = ()
+
+
+def release_sources(v: Versions) -> Sources:
+    return Sources(KUEUE_URL.format(version=v.kueue), KWOK_URL.format(version=v.kwok))
+
+
 def install_plan(
     c: KindCluster,
     v: Versions,
@@ -248,12 +359,14 @@ def install_plan(
     kueue_cfg: dict[str, Any],
     nodes: Sequence[dict[str, Any]] = (),
     extra_manifests: Sequence[Path] = (),
+    sources: Sources | None = None,
 ) -> list[Cmd]:
     """Every command that installs Kueue (and KWOK on workers) on one cluster, in order.
 
     `extra_manifests` (e.g. Kueue's clear-nominated-cluster-names admission policy on
     the manager) are applied once the CRDs they may refer to are established.
     """
+    src = sources or release_sources(v)
 
     def k(*args: str, stdin: str | None = None, attempts: int = 1) -> Cmd:
         return Cmd(kubectl(c, *args), stdin, attempts)
@@ -261,9 +374,14 @@ def install_plan(
     apply = ("apply", "--server-side", "--force-conflicts")
     rollout = ("rollout", "status", "--timeout=300s")
     worker = c.is_worker
-    kwok = [k(*apply, "-f", KWOK_URL.format(version=v.kwok))] if worker else []
+    archives = [*src.images, *(src.worker_images if worker else ())]
+    loads = [
+        Cmd(("kind", "load", "image-archive", str(a), "--name", c.kind_name)) for a in archives
+    ]
+    kwok = [k(*apply, "-f", src.kwok)] if worker else []
     cmds = [
-        k(*apply, "-f", KUEUE_URL.format(version=v.kueue)),
+        *loads,
+        k(*apply, "-f", src.kueue),
         k(*apply, "-f", str(man.provisioning_request_crd)),
         *kwok,
         k("wait", "--for=condition=Established", "crd", "--all", "--timeout=120s"),
@@ -321,9 +439,16 @@ class KindProvider:
         sleep: Callable[[float], None] = time.sleep,
         progress: Progress | None = None,
         parallel: bool = True,
+        images: str = "auto",
+        cgroup_v1: bool | None = None,
+        build_images: Callable[[Versions, Path, Progress], kind_images.Built] = kind_images.prepare,
+        registry_answers: Callable[[], bool] = registry_answers,
+        inotify: Path | None = INOTIFY,
     ) -> None:
         if workers < 1:
             raise UserError("--workers must be at least 1")
+        if images not in IMAGES:
+            raise UserError(f"kind images {images!r} is not one of {', '.join(IMAGES)}")
         if mode not in MODES:
             raise UserError(f"kind mode {mode!r} is not one of {', '.join(MODES)}")
         if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?", name_prefix):
@@ -341,8 +466,16 @@ class KindProvider:
         self.wire, self.sleep = wire, sleep
         self.progress = progress or (lambda _msg: None)
         self.parallel = parallel
+        self.images = images
+        self.build_images, self.registry_answers = build_images, registry_answers
+        self.inotify = inotify
+        self.cgroup_v1 = host_has_cgroup_v1() if cgroup_v1 is None else cgroup_v1
+        self.node_image: str | None = None  # built here (images == "built")
+        self.sources: Sources | None = None
         self.run_dir: Path | None = None
         self.created: list[str] = []  # kind clusters this provider created (ci deletes them)
+        self.made_network = False  # the kind docker network did not exist before
+        self.stopping = threading.Event()  # set when a parallel step failed or was interrupted
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -352,6 +485,7 @@ class KindProvider:
         self._resolve_write_mode(man)
         self.run_dir = rundir.create("mkdc-kind-")  # created 0700
         try:
+            self._prepare_images()
             return self._up(man)
         except BaseException:
             try:
@@ -367,12 +501,24 @@ class KindProvider:
             for kind_name in reversed(self.created):
                 if self.runner(delete_cmd(kind_name)).returncode != 0:
                     failed.append(kind_name)
+                elif self.run_dir is not None:
+                    rundir.drop_cleanup(self.run_dir, self._delete_argv(kind_name))
             self.created = failed
+            if self.made_network and not failed:
+                self.runner(network_rm_cmd())  # refused while another kind cluster uses it
+                self.made_network = False
         if self.run_dir is not None:
             shutil.rmtree(self.run_dir, ignore_errors=True)
         if failed:
             names = ", ".join(failed)
             raise UserError(f"could not delete kind cluster(s) {names}: use `kind delete cluster`")
+
+    def _delete_argv(self, kind_name: str) -> list[str]:
+        """`kind delete cluster` by the kind binary's full path: a later `mkdc down` may
+        run without the cached kind on its PATH."""
+        argv = list(delete_cmd(kind_name).argv)
+        argv[0] = self.which(argv[0]) or argv[0]
+        return argv
 
     def stop_apiserver(self, cluster: str) -> None:
         raise UserError("the kind provider cannot stop a cluster's apiserver")
@@ -383,16 +529,47 @@ class KindProvider:
     # ------------------------------------------------------------------- pieces
 
     def preflight(self) -> None:
-        """kind, docker and kubectl on PATH and a Docker engine that answers."""
+        """kind, docker and kubectl on PATH and a Docker engine that answers. kind and
+        kubectl not on PATH are built from their Go modules (cached) and put there."""
+        if self.which is shutil.which and not (shutil.which("kind") and shutil.which("kubectl")):
+            from harness.providers import kind_images
+
+            self.progress("building kind and kubectl (cached once built)")
+            tools = kind_images.node_binaries(self.versions, self.progress)
+            dirs = dict.fromkeys(str(tools[name].parent) for name in ("kind", "kubectl"))
+            os.environ["PATH"] = os.pathsep.join([*dirs, os.environ.get("PATH", "")])
         for tool, fix in FIX.items():
             if not self.which(tool):
                 raise UserError(f"{tool} is not on PATH: {fix}, or use --provider local")
+        low = self.inotify and inotify_too_low(self.worker_count + 1, self.inotify)
+        if low:
+            raise UserError(low)
         r = self.runner(Cmd(("docker", "info", "--format", "{{.ServerVersion}}")))
         if r.returncode != 0:
             raise UserError(
                 f"the Docker engine does not answer (`docker info`: {_last_line(r)}): start it"
                 " (e.g. `sudo systemctl start docker`) or fix DOCKER_HOST, or use --provider local"
             )
+
+    def _prepare_images(self) -> None:
+        """`built`: the node image and Kueue's and KWOK's images and manifests, made here."""
+        if self.images == "auto":
+            self.images = "release" if self.registry_answers() else "built"
+            self.progress(
+                f"kind images: {self.images} (registry.k8s.io "
+                f"{'answers' if self.images == 'release' else 'is not in reach'})"
+            )
+        if self.images != "built":
+            return
+        assert self.run_dir is not None
+        built = self.build_images(self.versions, self.run_dir, self.progress)
+        self.node_image = built.node_image
+        self.sources = Sources(
+            kueue=str(built.kueue_manifest),
+            kwok=str(built.kwok_manifest),
+            images=built.images,
+            worker_images=built.worker_images,
+        )
 
     def _resolve_write_mode(self, man: toolchain.Manifests) -> None:
         """The same nominationWrites rules as the local provider, before any cluster exists."""
@@ -428,6 +605,13 @@ class KindProvider:
             )
         if reused:
             self.progress(f"reusing kind clusters {', '.join(reused)}")
+        made_network = self.mode == "ci" and self.runner(network_inspect_cmd()).returncode != 0
+        if self.mode == "ci":  # a killed run's clusters go with its directory (rundir.sweep)
+            for c in to_create:  # here, not in the parallel creates: one writer of the file
+                rundir.add_cleanup(self.run_dir, self._delete_argv(c.kind_name))
+        if made_network:  # kind makes it and never removes it: down() does, after the nodes
+            self.made_network = True
+            rundir.add_cleanup(self.run_dir, list(network_rm_cmd().argv))
         self._each(to_create, self._create)
         for c in clusters:
             self._write_kubeconfig(c)
@@ -463,7 +647,14 @@ class KindProvider:
 
     def _create(self, c: KindCluster) -> None:
         config = c.run_dir / f"{c.name}.kind.yaml"
-        config.write_text(yaml.safe_dump(render_kind_config(c.role, self.versions)))
+        cfg = render_kind_config(
+            c.role,
+            self.versions,
+            image=self.node_image,
+            built=self.node_image is not None,
+            cgroup_v1=self.cgroup_v1,
+        )
+        config.write_text(yaml.safe_dump(cfg))
         self.created.append(c.kind_name)  # before: an interrupted create leaves containers
         self.progress(f"creating kind cluster {c.kind_name}")
         self._run(create_cmd(c, config))
@@ -471,7 +662,9 @@ class KindProvider:
     def _write_kubeconfig(self, c: KindCluster) -> None:
         parts = {EXTERNAL: yaml.safe_load(self._run(kubeconfig_cmd(c.kind_name)))}
         if c.is_worker:
-            parts[INTERNAL] = yaml.safe_load(self._run(kubeconfig_cmd(c.kind_name, True)))
+            internal = yaml.safe_load(self._run(kubeconfig_cmd(c.kind_name, True)))
+            address = self._run(node_address_cmd(c)).strip()
+            parts[INTERNAL] = by_address(internal, address)
         kc = merged_kubeconfig(INTERNAL if c.is_worker else EXTERNAL, parts)
         c.kubeconfig.write_text(yaml.safe_dump(kc))
         c.kubeconfig.chmod(0o600)
@@ -490,7 +683,8 @@ class KindProvider:
         ]
         policy = self.write_mode == kueue_install.ADMISSION_POLICY and not c.is_worker
         extra = [kueue_install.admission_policy_path(man)] if policy else []
-        for cmd in install_plan(c, self.versions, man, cfg, nodes if c.is_worker else (), extra):
+        worker_nodes = nodes if c.is_worker else ()
+        for cmd in install_plan(c, self.versions, man, cfg, worker_nodes, extra, self.sources):
             self._run(cmd)
 
     def _each(self, clusters: list[KindCluster], fn: Callable[[KindCluster], None]) -> None:
@@ -498,13 +692,23 @@ class KindProvider:
             for c in clusters:
                 fn(c)
             return
-        with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+        pool = ThreadPoolExecutor(max_workers=len(clusters))
+        try:
             for future in [pool.submit(fn, c) for c in clusters]:
                 future.result()
+        except BaseException:
+            # an interrupt or a failed cluster: the others' commands stop at their next
+            # step (down() deletes their clusters), nobody waits for their retries
+            self.stopping.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
 
     def _run(self, cmd: Cmd) -> str:
         """Run cmd (retrying up to cmd.attempts); its stdout, or UserError with stderr's tail."""
         for attempt in range(1, cmd.attempts + 1):
+            if self.stopping.is_set():
+                raise UserError(f"`{_show(cmd.argv)}` not run: the bring-up is stopping")
             r = self.runner(cmd)
             if r.returncode == 0:
                 return r.stdout

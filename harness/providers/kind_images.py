@@ -1,0 +1,636 @@
+"""Images for the kind provider built here, for machines that reach no image registry.
+
+A kind node image is a Debian rootfs (debootstrap from the distribution's mirror) with
+systemd, containerd and runc from Debian, kind's own base files (shipped in the kind Go
+module), the kubelet, kubeadm and kubectl built from the Kubernetes module, and the
+control plane's images already in containerd's store. Every image around a Go binary
+(kube-apiserver, etcd, Kueue, KWOK, a dispatcher) holds that binary and the C library
+it links, nothing else. All are cached per version under ~/.cache/mkdc/images like the
+binaries, so a second run builds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import toolchain
+from harness.errors import UserError
+from harness.versions import Versions
+
+Progress = Callable[[str], None]
+
+# Bump when anything below changes what an image holds: cached images are keyed by it.
+RECIPE = "2"
+SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
+NODE_PACKAGES = (
+    "systemd systemd-sysv dbus conntrack iptables nftables iproute2 ethtool util-linux mount"
+    " kmod libseccomp2 pigz bash ca-certificates curl jq procps containerd runc"
+    " containernetworking-plugins"
+).split()
+PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PAUSE_REF = "registry.k8s.io/pause:3.10"  # the sandbox image in kind's containerd config
+LOCAL_REPO = "mkdc.local"  # images that exist only here; never pulled (IfNotPresent)
+NONROOT = "65532:65532"  # distroless's nonroot user, which Kueue's released image runs as
+
+
+def images_dir() -> Path:
+    return toolchain.cache_dir() / "images"
+
+
+def _run(argv: list[str], what: str, **kwargs: object) -> str:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
+    if proc.returncode != 0:
+        tail = "; ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
+        raise UserError(f"{what} failed (`{' '.join(argv[:4])}`): {tail}")
+    return str(proc.stdout)
+
+
+# ------------------------------------------------------------ image archives
+
+
+@dataclass
+class Layer:
+    """Files of one image layer: path in the image -> bytes, a host file, or a link."""
+
+    files: dict[str, bytes | Path] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, dest: str, source: bytes | Path, mode: int | None = None) -> None:
+        self.files[dest.lstrip("/")] = source
+        if mode is not None:
+            self.modes[dest.lstrip("/")] = mode
+
+    def write(self, out: tarfile.TarFile) -> None:
+        dirs: set[str] = set()
+        for name in sorted({*self.files, *self.links}):
+            for parent in reversed(Path(name).parents[:-1]):
+                if str(parent) not in dirs:
+                    dirs.add(str(parent))
+                    info = tarfile.TarInfo(str(parent))
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    out.addfile(info)
+            if name in self.links:
+                info = tarfile.TarInfo(name)
+                info.type, info.linkname = tarfile.SYMTYPE, self.links[name]
+                out.addfile(info)
+                continue
+            source = self.files[name]
+            data = source if isinstance(source, bytes) else source.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            default = 0o644 if isinstance(source, bytes) else source.stat().st_mode & 0o777
+            info.mode = self.modes.get(name, default)
+            out.addfile(info, io.BytesIO(data))
+
+
+def write_archive(
+    path: Path,
+    ref: str,
+    layer: Layer,
+    entrypoint: list[str],
+    env: Iterable[str] = (PATH_ENV,),
+    user: str = "",
+) -> Path:
+    """An image archive in `docker save` form (what `ctr import`, `docker load` and
+    `kind load image-archive` read), with one layer and no registry involved."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as layer_tar:
+        layer.write(layer_tar)
+    layer_bytes = raw.getvalue()
+    diff_id = hashlib.sha256(layer_bytes).hexdigest()
+    config = {
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {"Env": list(env), "Entrypoint": entrypoint, "WorkingDir": "/", "User": user},
+        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff_id}"]},
+        "history": [{"created_by": "mkdc", "comment": "built from Go module binaries"}],
+    }
+    config_bytes = json.dumps(config, sort_keys=True).encode()
+    config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
+    manifest = [{"Config": config_name, "RepoTags": [ref], "Layers": [f"{diff_id}/layer.tar"]}]
+    partial = path.with_name(path.name + ".partial")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(partial, mode="w", format=tarfile.PAX_FORMAT) as out:
+        for name, data in (
+            (f"{diff_id}/layer.tar", layer_bytes),
+            (config_name, config_bytes),
+            ("manifest.json", json.dumps(manifest).encode()),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            out.addfile(info, io.BytesIO(data))
+    partial.rename(path)
+    return path
+
+
+def linked_libraries(binary: Path, root: Path | None = None) -> list[str]:
+    """Absolute paths of the shared libraries `binary` loads (ldd, in `root` if given)."""
+    argv = ["ldd", str(binary)] if root is None else ["chroot", str(root), "ldd", str(binary)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if "not a dynamic executable" in proc.stdout + proc.stderr:
+        return []
+    if proc.returncode != 0:
+        raise UserError(f"cannot list the libraries of {binary}: {proc.stderr.strip()}")
+    return re.findall(r"(?:=>\s+|^\s+)(/\S+)\s+\(", proc.stdout, re.M)
+
+
+def binary_layer(binaries: Mapping[str, Path]) -> Layer:
+    """Each Go binary at its path in the image, plus the C library it links."""
+    layer = Layer()
+    for dest, source in binaries.items():
+        layer.add(dest, source, 0o755)
+        for lib in linked_libraries(source):
+            layer.add(lib, Path(os.path.realpath(lib)), 0o755)
+    return layer
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image built here: its reference and its cached archive."""
+
+    ref: str
+    archive: Path
+
+
+def binary_image(
+    ref: str, binaries: Mapping[str, Path], entrypoint: list[str], user: str = ""
+) -> Image:
+    """A cached image around Go binaries, keyed by their content and the recipe."""
+    digest = hashlib.sha256(RECIPE.encode() + ref.encode() + user.encode())
+    for dest, source in sorted(binaries.items()):
+        digest.update(dest.encode() + str(source.stat().st_mtime_ns).encode())
+        digest.update(str(source.stat().st_size).encode())
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", ref) + f"-{digest.hexdigest()[:12]}.tar"
+    archive = images_dir() / name
+    if not archive.is_file():
+        write_archive(archive, ref, binary_layer(binaries), entrypoint, user=user)
+    return Image(ref, archive)
+
+
+# ------------------------------------------------------------------ the node
+
+
+def kueue_image(v: Versions) -> Image:
+    kueue = toolchain.binary_path(v, "kueue")
+    # Kueue's Deployment says runAsNonRoot: the image names a user, as Kueue's own does
+    ref = f"{LOCAL_REPO}/kueue:v{v.kueue}"
+    return binary_image(ref, {"/manager": kueue}, ["/manager"], user=NONROOT)
+
+
+def kwok_image(v: Versions) -> Image:
+    kwok = toolchain.binary_path(v, "kwok")
+    binaries = {"/usr/local/bin/kwok": kwok}
+    return binary_image(f"{LOCAL_REPO}/kwok:v{v.kwok}", binaries, ["/usr/local/bin/kwok"])
+
+
+def node_binaries(v: Versions, progress: Progress) -> dict[str, Path]:
+    """kubelet, kubeadm, kubectl, kube-proxy and kind (built once, then cached)."""
+    paths: dict[str, Path] = {}
+    for component in toolchain.node_components(v):
+        directory = toolchain.build(component, progress)
+        paths.update({name: directory / name for name in component.binaries})
+    return paths
+
+
+def debian_rootfs(progress: Progress) -> Path:
+    """A tarball of a Debian rootfs with the node's packages (debootstrap, cached)."""
+    key = hashlib.sha256(" ".join([SUITE, MIRROR, *NODE_PACKAGES]).encode()).hexdigest()[:12]
+    tarball = images_dir() / f"rootfs-{SUITE}-{key}.tar"
+    if tarball.is_file():
+        return tarball
+    if not shutil.which("debootstrap"):
+        raise UserError(
+            "debootstrap is needed to build the kind node image here: apt-get install debootstrap"
+        )
+    if os.geteuid() != 0:
+        raise UserError("building the kind node image here needs root (debootstrap, chroot)")
+    images_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=images_dir(), prefix="rootfs-") as tmp:
+        root = Path(tmp) / "root"
+        progress(f"node image: debootstrap {SUITE} from {MIRROR} (about 2 minutes)")
+        started = time.monotonic()
+        _run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(NODE_PACKAGES)}",
+                SUITE,
+                str(root),
+                MIRROR,
+            ],
+            "debootstrap",
+        )
+        for junk in (
+            "var/cache/apt/archives",
+            "usr/share/doc",
+            "usr/share/man",
+            "var/lib/apt/lists",
+        ):
+            shutil.rmtree(root / junk, ignore_errors=True)
+        partial = tarball.with_name(tarball.name + ".partial")
+        _run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], "tar")
+        partial.rename(tarball)
+        progress(f"node image: rootfs ready in {time.monotonic() - started:.0f}s")
+    return tarball
+
+
+def pause_binary(v: Versions) -> Path:
+    """Kubernetes' own pause.c (in its module), compiled static with the machine's cc."""
+    target = images_dir() / f"pause-v{v.kubernetes}"
+    if target.is_file():
+        return target
+    source = (
+        toolchain.module_dir("k8s.io/kubernetes", f"v{v.kubernetes}") / "build/pause/linux/pause.c"
+    )
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise UserError(
+            "a C compiler (cc) is needed to build the pause binary: apt-get install gcc"
+        )
+    images_dir().mkdir(parents=True, exist_ok=True)
+    _run(
+        [cc, "-Os", "-static", "-DVERSION=mkdc", "-o", str(target), str(source)], "compiling pause"
+    )
+    return target
+
+
+def control_plane_images(v: Versions, rootfs_dir: Path) -> list[Image]:
+    """The images kubeadm runs as static pods and add-ons, under the names it expects.
+
+    kube-proxy programs iptables, so its image also holds iptables (nft backend) from
+    the node's rootfs with the libraries and extensions it loads.
+    """
+    images = []
+    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+        binary = toolchain.binary_path(v, name)
+        ref = f"registry.k8s.io/{name}:v{v.kubernetes}"
+        images.append(
+            binary_image(ref, {f"/usr/local/bin/{name}": binary}, [f"/usr/local/bin/{name}"])
+        )
+    etcd = toolchain.binary_path(v, "etcd")
+    images.append(binary_image(etcd_ref(v), {"/usr/local/bin/etcd": etcd}, ["/usr/local/bin/etcd"]))
+    pause = Layer()
+    pause.add("/pause", pause_binary(v), 0o755)
+    images.append(_cached(PAUSE_REF, pause, ["/pause"], v))
+    images.append(_kube_proxy_image(v, rootfs_dir))
+    return images
+
+
+def etcd_ref(v: Versions) -> str:
+    """Our etcd under its own version; kubeadm is told to use this tag (imageTag)."""
+    return f"registry.k8s.io/etcd:{v.etcd}-0"
+
+
+def _cached(ref: str, layer: Layer, entrypoint: list[str], v: Versions) -> Image:
+    key = hashlib.sha256(f"{RECIPE}{ref}{v.describe()}".encode()).hexdigest()[:12]
+    archive = images_dir() / (re.sub(r"[^A-Za-z0-9_.-]+", "_", ref) + f"-{key}.tar")
+    if not archive.is_file():
+        write_archive(archive, ref, layer, entrypoint)
+    return Image(ref, archive)
+
+
+def _kube_proxy_image(v: Versions, rootfs_dir: Path) -> Image:
+    layer = binary_layer({"/usr/local/bin/kube-proxy": node_binary_path(v, "kube-proxy")})
+    multi = "usr/sbin/xtables-nft-multi"
+    layer.add(multi, rootfs_dir / multi, 0o755)
+    for lib in linked_libraries(Path("/") / multi, root=rootfs_dir):
+        real = Path(os.path.realpath(rootfs_dir / lib.lstrip("/")))
+        if not real.is_relative_to(rootfs_dir):  # an absolute link inside the rootfs
+            real = rootfs_dir / os.path.realpath(lib).lstrip("/")
+        layer.add(lib, real, 0o755)
+    extensions = rootfs_dir / "usr/lib/x86_64-linux-gnu/xtables"
+    for ext in sorted(extensions.glob("*.so")):
+        layer.add(str(ext.relative_to(rootfs_dir)), ext, 0o644)
+    for tool in (
+        "iptables",
+        "iptables-save",
+        "iptables-restore",
+        "ip6tables",
+        "ip6tables-save",
+        "ip6tables-restore",
+    ):
+        layer.links[f"usr/sbin/{tool}"] = "xtables-nft-multi"
+    return _cached(
+        f"registry.k8s.io/kube-proxy:v{v.kubernetes}", layer, ["/usr/local/bin/kube-proxy"], v
+    )
+
+
+def node_binary_path(v: Versions, name: str) -> Path:
+    for component in toolchain.node_components(v):
+        if name in component.binaries:
+            return toolchain.bin_dir(component) / name
+    raise KeyError(name)
+
+
+BRIDGE_CNI: dict[str, Any] = {
+    # One node per cluster: a static bridge over the node's pod range is all a pod needs
+    # (kindnetd, kind's default, is not in reach here). Masquerade lets pods reach the
+    # other clusters' apiservers on the kind network.
+    "cniVersion": "1.0.0",
+    "name": "mkdc-bridge",
+    "plugins": [
+        {
+            "type": "bridge",
+            "bridge": "cni0",
+            "isGateway": True,
+            "ipMasq": True,
+            "hairpinMode": True,
+            "ipam": {
+                "type": "host-local",
+                "ranges": [[{"subnet": "10.244.0.0/24"}]],
+                "routes": [{"dst": "0.0.0.0/0"}],
+            },
+        },
+        {"type": "portmap", "capabilities": {"portMappings": True}},
+        {"type": "loopback"},
+    ],
+}
+# kind applies this after kubeadm init; without a provisioner image, only the class
+STORAGE = """apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+"""
+NODE_ENTRYPOINT = '["/usr/local/bin/entrypoint", "/sbin/init"]'
+IMPORT_SCRIPT = """set -e
+nohup containerd >/dev/null 2>&1 &
+for i in $(seq 30); do ctr version >/dev/null 2>&1 && break; sleep 1; done
+for archive in /kind/images/*.tar; do
+  ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned \
+    --all-platforms --no-unpack --digests "$archive" >/dev/null
+done
+hook='{"path": "/kind/bin/mount-product-files.sh"}'
+ctr oci spec \
+  | jq ".hooks.createContainer[.hooks.createContainer|length] |= . + $hook" \
+  | jq 'del(.process.rlimits)' >/etc/containerd/cri-base.json
+ctr --namespace=k8s.io images list -q
+pkill containerd
+while pgrep -x containerd >/dev/null; do sleep 0.2; done
+rm -rf /kind/images
+"""
+
+
+def node_tag(v: Versions) -> str:
+    recipe = [RECIPE, v.describe(), *NODE_PACKAGES, IMPORT_SCRIPT, STORAGE, json.dumps(BRIDGE_CNI)]
+    key = hashlib.sha256("\0".join(recipe).encode())
+    return f"{LOCAL_REPO}/kind-node:v{v.kubernetes}-{key.hexdigest()[:12]}"
+
+
+def docker_has(tag: str) -> bool:
+    proc = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", tag],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.returncode == 0
+
+
+def node_image(v: Versions, progress: Progress) -> str:
+    """The kind node image for `v`, built here once (a few minutes) and then reused."""
+    tag = node_tag(v)
+    if docker_has(tag):
+        progress(f"node image {tag}: cached")
+        return tag
+    started = time.monotonic()
+    binaries = node_binaries(v, progress)
+    rootfs = debian_rootfs(progress)
+    with tempfile.TemporaryDirectory(dir=images_dir(), prefix="node-") as tmp:
+        root = Path(tmp) / "root"
+        root.mkdir()
+        _run(
+            ["tar", "-C", str(root), "--numeric-owner", "-xf", str(rootfs)], "unpacking the rootfs"
+        )
+        progress("node image: control-plane images")
+        images = control_plane_images(v, root)
+        _lay_out_node(root, v, binaries, images)
+        stage = f"{tag}-stage"
+        progress("node image: importing into docker")
+        stream = (
+            f"set -o pipefail; tar -C {shlex.quote(str(root))} --numeric-owner -c . | docker import"
+            f" --change 'ENV container=docker' - {stage}"
+        )
+        _run(["bash", "-c", stream], "docker import")
+    name = "mkdc-node-build-" + hashlib.sha256(tag.encode()).hexdigest()[:8]
+    subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+    try:
+        _run(
+            [
+                "docker",
+                "run",
+                "-d",
+                "--privileged",
+                "--name",
+                name,
+                "--entrypoint",
+                "sleep",
+                stage,
+                "infinity",
+            ],
+            "docker run",
+        )
+        progress("node image: loading the control-plane images into containerd")
+        _run(["docker", "exec", name, "bash", "-c", IMPORT_SCRIPT], "loading images")
+        _run(
+            [
+                "docker",
+                "commit",
+                "--change",
+                f"ENTRYPOINT {NODE_ENTRYPOINT}",
+                "--change",
+                "CMD []",
+                name,
+                tag,
+            ],
+            "docker commit",
+        )
+    finally:
+        subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True, check=False)
+        subprocess.run(["docker", "rmi", stage], capture_output=True, check=False)
+    progress(f"node image {tag}: built in {time.monotonic() - started:.0f}s")
+    return tag
+
+
+def _kind_base_files(v: Versions) -> Path:
+    return toolchain.module_dir("sigs.k8s.io/kind", f"v{v.kind}") / "images/base/files"
+
+
+def _lay_out_node(
+    root: Path, v: Versions, binaries: Mapping[str, Path], images: list[Image]
+) -> None:
+    """What kind's base Dockerfile and `kind build node-image` put in a node, offline."""
+    base = _kind_base_files(v)
+    for source in base.rglob("*"):
+        if source.is_file() and not source.is_relative_to(base / "LICENSES"):
+            rel = source.relative_to(base)
+            dest = root / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, dest)
+            executable = rel.parts[0] == "usr" or rel.parts[:2] == ("kind", "bin")
+            dest.chmod(0o755 if executable else 0o644)
+    # A container may not lower its oom_score_adj without CAP_SYS_RESOURCE, which some
+    # VMs' init drops; containerd then clamps pods to its own value instead of failing.
+    containerd = root / "etc/containerd/config.toml"
+    containerd.write_text(
+        containerd.read_text().replace(
+            "restrict_oom_score_adj = false", "restrict_oom_score_adj = true"
+        )
+    )
+    for name in ("kubelet", "kubeadm", "kubectl"):
+        shutil.copyfile(binaries[name], root / "usr/bin" / name)
+        (root / "usr/bin" / name).chmod(0o755)
+    links = {
+        "usr/local/bin/containerd": "/usr/bin/containerd",  # kind's unit starts it there
+        "opt/cni/bin": "/usr/lib/cni",
+    }
+    for link, target in links.items():
+        path = root / link
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.exists():
+            path.unlink()
+        path.symlink_to(target)
+    (root / "etc/cni/net.d").mkdir(parents=True, exist_ok=True)
+    (root / "etc/cni/net.d/10-mkdc-bridge.conflist").write_text(json.dumps(BRIDGE_CNI, indent=2))
+    (root / "kind/manifests").mkdir(parents=True, exist_ok=True)
+    (root / "kind/manifests/default-storage.yaml").write_text(STORAGE)
+    (root / "kind/version").write_text(f"v{v.kubernetes}")
+    (root / "kind/images").mkdir(parents=True, exist_ok=True)
+    for image in images:
+        shutil.copyfile(image.archive, root / "kind/images" / image.archive.name)
+    (root / "etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
+    systemd = root / "lib/systemd/system"
+    for wants in ("multi-user.target.wants", "local-fs.target.wants", "basic.target.wants"):
+        for entry in (systemd / wants).glob("*"):
+            entry.unlink()
+    for entry in (root / "etc/systemd/system").glob("*.wants/*"):
+        entry.unlink()
+    for pattern in (
+        "sockets.target.wants/*udev*",
+        "sockets.target.wants/*initctl*",
+        "sysinit.target.wants/systemd-tmpfiles-setup.service",
+    ):
+        for entry in systemd.glob(pattern):
+            entry.unlink()
+    with (root / "etc/systemd/journald.conf").open("a") as journald:
+        journald.write("ReadKMsg=no\n")
+    _run(
+        [
+            "chroot",
+            str(root),
+            "systemctl",
+            "enable",
+            "kubelet.service",
+            "containerd.service",
+            "undo-mount-hacks.service",
+        ],
+        "systemctl enable",
+    )
+    _run(["chroot", str(root), "systemctl", "mask", "systemd-binfmt.service"], "systemctl mask")
+
+
+def _kustomize(
+    kubectl: Path, overlay: Path, source: Path, base: str, extra: dict[str, object]
+) -> str:
+    """`kubectl kustomize` of an upstream folder (copied: kustomize loads nothing outside
+    its root) with our image names and pull policy."""
+    shutil.copytree(source, overlay / "upstream", dirs_exist_ok=True)
+    for folder in (overlay / "upstream").rglob("*"):
+        folder.chmod(0o755 if folder.is_dir() else 0o644)
+    kustomization = {"resources": [f"upstream/{base}"], **extra}
+    (overlay / "kustomization.yaml").write_text(json.dumps(kustomization))
+    return _run([str(kubectl), "kustomize", str(overlay)], f"kustomize {source.name}")
+
+
+def offline_manifests(v: Versions, work: Path) -> tuple[Path, Path]:
+    """Kueue's and KWOK's install manifests, rendered from their modules (as their
+    releases are) with the images built here; returns (kueue.yaml, kwok.yaml)."""
+    kubectl = node_binary_path(v, "kubectl")
+    kueue_dir = toolchain.module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
+    kwok_dir = toolchain.module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
+    pull_policy = json.dumps(
+        [
+            {
+                "op": "replace",
+                "path": "/spec/template/spec/containers/0/imagePullPolicy",
+                "value": "IfNotPresent",
+            }
+        ]
+    )
+    kueue_image_ref, kueue_tag = kueue_image(v).ref.rsplit(":", 1)
+    kueue = _kustomize(
+        kubectl,
+        work / "kueue-manifests",
+        kueue_dir / "config",
+        "default",
+        {
+            "images": [
+                {
+                    "name": "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue",
+                    "newName": kueue_image_ref,
+                    "newTag": kueue_tag,
+                }
+            ],
+            "patches": [{"target": {"kind": "Deployment"}, "patch": pull_policy}],
+        },
+    )
+    kwok_image_ref, kwok_tag = kwok_image(v).ref.rsplit(":", 1)
+    kwok = _kustomize(
+        kubectl,
+        work / "kwok-manifests",
+        kwok_dir / "kustomize",
+        "kwok",
+        {
+            "images": [
+                {"name": "registry.k8s.io/kwok/kwok", "newName": kwok_image_ref, "newTag": kwok_tag}
+            ],
+            "patches": [{"target": {"kind": "Deployment"}, "patch": pull_policy}],
+        },
+    )
+    paths = work / "kueue.yaml", work / "kwok.yaml"
+    paths[0].write_text(kueue)
+    paths[1].write_text(kwok)
+    return paths
+
+
+@dataclass(frozen=True)
+class Built:
+    """Everything a kind environment takes from this machine instead of a registry."""
+
+    node_image: str
+    kueue_manifest: Path
+    kwok_manifest: Path
+    images: tuple[Path, ...]  # archives loaded into every cluster
+    worker_images: tuple[Path, ...]  # and into each worker
+
+
+def prepare(v: Versions, work: Path, progress: Progress) -> Built:
+    """Build (or find cached) the node image and Kueue's and KWOK's images, and render
+    their manifests into `work`."""
+    node = node_image(v, progress)
+    kueue_manifest, kwok_manifest = offline_manifests(v, work)
+    return Built(
+        node_image=node,
+        kueue_manifest=kueue_manifest,
+        kwok_manifest=kwok_manifest,
+        images=(kueue_image(v).archive,),
+        worker_images=(kwok_image(v).archive,),
+    )
