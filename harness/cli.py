@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -12,12 +13,41 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from harness import progress, rundir, toolchain, versions
-from harness.errors import UserError
+from harness.errors import UserError, one_line, shown, shown_path
 from harness.suite import load as load_suite
+from harness.userfiles import read_bytes
 
 CURRENT = "current-environment"
+# what a run directory of `mkdc up` holds (the supervisor's groups, the environment)
+RUN_DIR_MARKERS = ("processes.json", "environment.json")
+
+
+class UsageError(UserError):
+    """Bad command-line arguments: argparse's message, on one line, with where to look."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit 2 like any bad input, not the
+    usage text plus the message (main prints it)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+MAX_COUNT = 64  # workers or parallel scenarios: far more than a machine runs
+
+
+def _count(text: str) -> int:
+    """--workers, -n: a whole number in 1..MAX_COUNT (a billion workers would be tried)."""
+    value = int(text) if re.fullmatch(r"[0-9]{1,6}", text) else 0  # not "1_0", "٣", "1e3"
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 1 to {MAX_COUNT}, got {shown(text)}"
+        )
+    return value
 
 
 def _log(msg: str) -> None:
@@ -116,14 +146,30 @@ def _kind_readiness(v: versions.Versions) -> list[str]:
     return lines
 
 
+def _recorded_run_dir(current: Path) -> Path | None:
+    """The run directory `mkdc up` recorded, None when there is none or the record does not
+    name one (empty, edited, a folder mkdc did not make): `mkdc down` removes what it
+    names, so it must never be the cwd or a user's folder."""
+    try:
+        text = current.read_text(errors="replace").strip()
+    except OSError:
+        return None
+    run_dir = Path(text)
+    if not text or not run_dir.is_absolute():
+        return None
+    if not any((run_dir / marker).is_file() for marker in RUN_DIR_MARKERS):
+        return None
+    return run_dir
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from harness.providers.local import LocalProvider
 
     for removed in rundir.sweep():  # left by runs that were killed; never a live run's
         _log(removed.describe())
     current = toolchain.cache_dir() / CURRENT
-    if current.exists() and Path(current.read_text().strip()).exists():
-        running = current.read_text().strip()
+    running = _recorded_run_dir(current)
+    if running is not None:
         raise UserError(f"an environment is already running ({running}): run `mkdc down` first")
     provider = LocalProvider(
         _selected(args),
@@ -155,8 +201,11 @@ def cmd_down(args: argparse.Namespace) -> int:
 
     current = toolchain.cache_dir() / CURRENT
     was_up = current.exists()
-    if was_up:
-        run_dir = Path(current.read_text().strip())
+    run_dir = _recorded_run_dir(current) if was_up else None
+    if was_up and run_dir is None:
+        current.unlink()
+        _log(f"no environment is running (removed {current}, which named none)")
+    elif run_dir is not None:
         started = time.monotonic()
         stopped = stop_recorded(run_dir) if run_dir.exists() else 0
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -177,7 +226,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     def ids(text: str | None) -> tuple[str, ...]:
         return tuple(i.strip() for i in (text or "").split(",") if i.strip())
 
-    slacks = dict(s.split("=", 1) for s in args.slack or [])
+    slacks = {}
+    for value in args.slack or []:
+        name, sep, duration = value.partition("=")
+        if not sep or not name or not duration:
+            raise UsageError(
+                f"--slack {shown(value)} must look like NAME=DURATION, e.g. placement_slack=90s"
+            )
+        slacks[name] = duration
+    if args.report_dir == "":  # an unset shell variable, most likely
+        raise UsageError("--report-dir '' names no folder; leave it out for reports/<profile>")
     return run(
         Options(
             profile=args.profile,
@@ -199,9 +257,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report_verify(args: argparse.Namespace) -> int:
-    from harness.report import verify_report
+    from harness.report import verify_report_bytes
+    from harness.report.verify import MAX_REPORT_BYTES
 
-    problems = verify_report(args.file)
+    # a file that cannot be read is bad input (exit 2); one that is not a sound report,
+    # YAML or even UTF-8 is a verdict (exit 1)
+    data = read_bytes(Path(args.file), f"report {shown_path(args.file)}", MAX_REPORT_BYTES)
+    problems = verify_report_bytes(data)
     for problem in problems:
         print(f"{args.file}: {problem}")
     if not problems:
@@ -218,7 +280,7 @@ def cmd_checks(_args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mkdc", description="MultiKueue dispatcher conformance")
+    parser = _Parser(prog="mkdc", description="MultiKueue dispatcher conformance")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("bins", help="build or locate every binary the local provider needs")
     _version_args(p)
@@ -229,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("up", help="start an environment and leave it running")
     _version_args(p)
     p.add_argument("--provider", default="local", choices=["local"])
-    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--workers", type=_count, default=4)
     p.add_argument(
         "--dispatcher-name", default=None, help="the manager's multiKueue.dispatcherName"
     )
@@ -248,12 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
         " published ones (auto: built when registry.k8s.io is not in reach)",
     )
     p.add_argument(
-        "--workers", type=int, default=None, help="default: the profile's clusters, else 4"
+        "--workers", type=_count, default=None, help="default: the profile's clusters, else 4"
     )
     p.add_argument("--report-dir", help="default: reports/<profile>")
     p.add_argument("--checks", help="only these check IDs (comma separated)")
     p.add_argument("--skip-checks", help="not these check IDs (comma separated)")
-    p.add_argument("-n", type=int, default=2, help="parallel scenario workers (pytest-xdist)")
+    p.add_argument("-n", type=_count, default=2, help="parallel scenario workers (pytest-xdist)")
     p.add_argument("--full", action="store_true", help="include slow scenarios (long rounds)")
     p.add_argument("--slack", action="append", metavar="NAME=DURATION", help="override a slack")
     p.add_argument(
@@ -295,14 +357,18 @@ def _terminate(signum: int, _frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UserError as exc:
+        print(f"mkdc: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, a background job
             signal.signal(sig, _terminate)
     try:
         return args.func(args)
     except UserError as exc:
-        print(f"mkdc: error: {exc}", file=sys.stderr)
+        print(f"mkdc: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mkdc: interrupted", file=sys.stderr)

@@ -11,7 +11,13 @@ from __future__ import annotations
 import math
 import re
 
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
+from harness.errors import shown
+
+# ASCII digits only: float() and \d would also take "１０", "١٠" and "1_0", which no Go
+# duration (and no reader of the profile) means
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_PLAIN = re.compile(_NUMBER + r"(?:[eE][-+]?[0-9]+)?")
+_PART = re.compile(f"({_NUMBER})(ms|h|m|s)")
 _SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -48,10 +54,8 @@ def format_duration(seconds: float | None) -> str | None:
 
 
 def _parse_text(text: str, original: object) -> float:
-    try:
+    if _PLAIN.fullmatch(text):
         return float(text)
-    except ValueError:
-        pass
     parts = _PART.findall(text)
     if not text or "".join(n + u for n, u in parts) != text:
         raise ValueError(_bad(original))
@@ -60,6 +64,6 @@ def _parse_text(text: str, original: object) -> float:
 
 def _bad(value: object) -> str:
     return (
-        f"invalid duration {value!r}: expected a non-negative number of seconds or "
+        f"invalid duration {shown(value)}: expected a non-negative number of seconds or "
         "units like '500ms', '10s', '5m', '1m30s', '1h'"
     )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+SHOWN_CHARS = 80  # of a value quoted in a message: enough to recognise it
+
 
 class UserError(Exception):
     """Bad input (profile, kubeconfig, missing binary, port in use), not a harness bug.
@@ -15,3 +19,22 @@ class EnvironmentLimit(Exception):
     """The environment cannot set up what a scenario needs (e.g. this Kueue version does
     not keep a cluster inactive): its checks are reported skipped with this reason, never
     passed or failed."""
+
+
+def shown(value: Any) -> str:
+    """A value the user wrote, quoted for a message: repr (so a newline stays on the line),
+    cut short when long (a 1 MB string would drown the message)."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
+def one_line(text: str) -> str:
+    """`text` as one printable line: line breaks and control characters written as escapes,
+    so a message quoting raw input (a file name, an argument) still fits the rule."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shown_path(path: object) -> str:
+    """A path for a message: as written (no quotes), on one line, cut when absurdly long."""
+    text = one_line(str(path))
+    return text if len(text) <= 4 * SHOWN_CHARS else text[: 4 * SHOWN_CHARS - 3] + "..."

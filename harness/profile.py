@@ -8,11 +8,12 @@ turn a claim off.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -21,7 +22,16 @@ import yaml
 
 from harness import toolchain
 from harness.durations import parse_duration
-from harness.errors import UserError
+from harness.errors import UserError, one_line, shown, shown_path
+from harness.userfiles import (
+    SafeLoader,
+    display,
+    file_problem,
+    is_file,
+    parse_yaml,
+    read_text,
+    shape_problem,
+)
 
 API_VERSION = "mkdc/v1alpha1"
 KIND = "DispatcherProfile"
@@ -47,6 +57,13 @@ CLUSTER_SCOPES = (PER_SCENARIO, SHARED)
 PLACEHOLDERS = ("kubeconfig", "dispatcher_name", "namespace", "profile_dir", "binary")
 DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_READY_TIMEOUT = 60.0
+# far beyond any real profile (a few KiB, a few levels, a few hundred nodes), far below
+# what would make reading it slow or a YAML alias bomb expand into the report
+MAX_PROFILE_BYTES = 1024 * 1024
+MAX_DEPTH = 32
+MAX_NODES = 10_000
+
+ROOT = "(document)"  # the field path of the whole document in messages
 
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
 
@@ -61,9 +78,11 @@ _SPEC_KEYS = (
     "claims",
 )
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
-_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-_API_VERSION_RE = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
+# fullmatch only: `$` also matches before a final newline, so "vendor\n" would pass
+_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+_PLAIN_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{0,63}")  # else quoted: '0', ' x'
+_DNS_LABEL_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_API_VERSION_RE = re.compile(r"v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?")
 _PYTHON_NAMES = ("python", "python3")
 
 StepSize = int | Literal["all"]
@@ -200,8 +219,8 @@ class Profile:
         exe = _find_executable(argv[0], self.path.parent)
         if exe is None:
             raise UserError(
-                f"profile {_display(self.path)}: spec.run.command[0]: "
-                f"executable {argv[0]!r} not found on PATH or as a path"
+                f"profile {display(self.path)}: spec.run.command[0]: "
+                f"executable {shown(argv[0])} not found on PATH or as a path"
             )
         return [exe, *argv[1:]]
 
@@ -220,17 +239,27 @@ def resolve_profile(name_or_path: str | os.PathLike[str]) -> Path:
     text = os.fspath(name_or_path)
     as_path = Path(text)
     looks_like_path = (
-        os.sep in text or "/" in text or as_path.suffix in (".yaml", ".yml") or as_path.is_file()
+        os.sep in text or "/" in text or as_path.suffix in (".yaml", ".yml") or is_file(as_path)
     )
     if looks_like_path:
-        if not as_path.is_file():
-            raise UserError(f"profile {text}: no such file")
+        problem = file_problem(as_path)
+        if problem:
+            raise UserError(f"profile {shown_path(text)}: {problem}")
         return as_path
     candidate = PROFILES_DIR / f"{text}.yaml"
-    if candidate.is_file():
+    if is_file(candidate):
         return candidate
-    known = ", ".join(available_profiles()) or "none"
-    raise UserError(f"profile {text!r}: not a file and not a built-in profile (available: {known})")
+    names = available_profiles()
+    close = difflib.get_close_matches(text, names, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else f"built-in: {_some(names)}"
+    raise UserError(f"profile {shown(text)}: not a file and not a built-in profile ({hint})")
+
+
+def _some(names: list[str]) -> str:
+    """The built-in profiles in short: the faulty dispatchers (the suite's own tests) counted."""
+    faulty = [n for n in names if n.startswith("faulty-")]
+    shown_names = [n for n in names if n not in faulty]
+    return ", ".join(shown_names) + (f" and {len(faulty)} faulty-*" if faulty else "") or "none"
 
 
 def available_profiles() -> list[str]:
@@ -243,16 +272,14 @@ def available_profiles() -> list[str]:
 def load_profile(name_or_path: str | os.PathLike[str]) -> Profile:
     """Resolve, parse and validate a profile; any problem is one-line UserError."""
     path = resolve_profile(name_or_path)
-    shown = _display(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"profile {shown}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        doc = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no arbitrary objects
-    except yaml.YAMLError as exc:
-        raise UserError(f"profile {shown}: not valid YAML: {_yaml_problem(exc)}") from exc
-    return _Validator(shown, path).profile(doc)
+    label = f"profile {display(path)}"
+    doc = parse_yaml(read_text(path, label, MAX_PROFILE_BYTES), label, _StrictLoader)
+    if doc is None:
+        raise UserError(f"{label}: is empty; a profile starts with apiVersion: {API_VERSION}")
+    problem = shape_problem(doc, MAX_DEPTH, MAX_NODES)
+    if problem:
+        raise UserError(f"{label}: {problem}")
+    return _Validator(display(path), path).profile(doc)
 
 
 # --- validation ------------------------------------------------------------------------
@@ -266,7 +293,7 @@ class _Validator:
         self.path = path
 
     def fail(self, where: str, problem: str) -> NoReturn:
-        raise UserError(f"profile {self.shown}: {where}: {problem}")
+        raise UserError(one_line(f"profile {self.shown}: {where}: {problem}"))
 
     def mapping(self, value: Any, where: str, allowed: tuple[str, ...] | None) -> dict[str, Any]:
         if value is None:
@@ -275,9 +302,10 @@ class _Validator:
             self.fail(where, f"must be a mapping, got {_type(value)}")
         for key in value:
             if not isinstance(key, str):
-                self.fail(where, f"keys must be strings, got {key!r}")
+                self.fail(where, f"keys must be strings, got {shown(key)}")
             if allowed is not None and key not in allowed:
-                self.fail(f"{where}.{key}", f"unknown field (known: {', '.join(allowed)})")
+                at = _key(key) if where == ROOT else f"{where}.{_key(key)}"
+                self.fail(at, f"unknown field (known: {', '.join(allowed)})")
         return value
 
     def string(self, value: Any, where: str, *, required: bool = False) -> str | None:
@@ -285,8 +313,10 @@ class _Validator:
             if required:
                 self.fail(where, "required")
             return None
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str):
             self.fail(where, f"must be a non-empty string, got {_type(value)}")
+        if not value.strip():
+            self.fail(where, f"must not be blank, got {shown(value)}")
         return value
 
     def integer(self, value: Any, where: str, minimum: int) -> int:
@@ -298,18 +328,22 @@ class _Validator:
 
     def duration(self, value: Any, where: str) -> float | None:
         if isinstance(value, bool):
-            self.fail(where, f"not a duration: {value!r}")
+            self.fail(where, f"not a duration: {shown(value)}")
         try:
             seconds = parse_duration(value)
-        except (ValueError, TypeError) as exc:
-            self.fail(where, f"not a duration ({exc}); use e.g. 10s, 5m, 1m30s, 500ms")
+        except (ValueError, TypeError):
+            self.fail(
+                where,
+                f"not a duration: {shown(value)}; use e.g. 10s, 5m, 1m30s, 500ms (a plain"
+                " number is seconds)",
+            )
         if seconds is not None and seconds <= 0:
-            self.fail(where, f"must be positive, got {value!r}")
+            self.fail(where, f"must be positive, got {shown(value)}")
         return seconds
 
     def choice(self, value: Any, where: str, options: tuple[str, ...]) -> str:
         if value not in options:
-            self.fail(where, f"must be one of {', '.join(options)}, got {value!r}")
+            self.fail(where, f"must be one of {', '.join(options)}, got {shown(value)}")
         return value
 
     def string_list(self, value: Any, where: str) -> tuple[str, ...]:
@@ -320,16 +354,19 @@ class _Validator:
         return tuple(value)
 
     def profile(self, doc: Any) -> Profile:
-        root = self.mapping(doc, "(document)", ("apiVersion", "kind", "metadata", "spec"))
+        root = self.mapping(doc, ROOT, ("apiVersion", "kind", "metadata", "spec"))
+        for key, value in (("apiVersion", API_VERSION), ("kind", KIND)):
+            if key not in root:
+                self.fail(key, f"required ({key}: {value})")
         if root.get("apiVersion") != API_VERSION:
-            self.fail("apiVersion", f"must be {API_VERSION}, got {root.get('apiVersion')!r}")
+            self.fail("apiVersion", f"must be {API_VERSION}, got {shown(root.get('apiVersion'))}")
         if root.get("kind") != KIND:
-            self.fail("kind", f"must be {KIND}, got {root.get('kind')!r}")
+            self.fail("kind", f"must be {KIND}, got {shown(root.get('kind'))}")
         meta = self.mapping(root.get("metadata"), "metadata", None)
         name = self.string(meta.get("name"), "metadata.name", required=True)
         assert name is not None
-        if not _NAME_RE.match(name):
-            self.fail("metadata.name", f"{name!r} must be letters, digits, '.', '_' or '-'")
+        if not _NAME_RE.fullmatch(name):
+            self.fail("metadata.name", f"{shown(name)} must be letters, digits, '.', '_' or '-'")
         if "spec" not in root:
             self.fail("spec", "required")
         spec = self.mapping(root["spec"], "spec", _SPEC_KEYS)
@@ -366,7 +403,10 @@ class _Validator:
         gates = self.mapping(kueue.get("featureGates"), "spec.kueue.featureGates", None)
         for gate, on in gates.items():
             if not isinstance(on, bool):
-                self.fail(f"spec.kueue.featureGates.{gate}", f"must be true or false, got {on!r}")
+                self.fail(
+                    f"spec.kueue.featureGates.{_key(gate)}",
+                    f"must be true or false, got {shown(on)}",
+                )
         return {"multiKueue": dict(multi), "featureGates": dict(gates)}
 
     def run(self, value: Any, dispatcher: str) -> RunSpec | None:
@@ -383,14 +423,21 @@ class _Validator:
         if not command:
             self.fail("spec.run.command", "must not be empty")
         for i, arg in enumerate(command):
+            self.no_nul(arg, f"spec.run.command[{i}]")
             self.placeholders_known(arg, f"spec.run.command[{i}]")
         env_raw = self.mapping(run.get("env"), "spec.run.env", None)
         env: dict[str, str] = {}
         for key, val in env_raw.items():
+            at = f"spec.run.env.{_key(key)}"
+            if not key or "=" in key or "\0" in key:
+                self.fail(
+                    at, "not an environment variable name (empty, or holds '=' or a NUL byte)"
+                )
             if isinstance(val, bool) or not isinstance(val, str | int | float):
-                self.fail(f"spec.run.env.{key}", f"must be a string, got {_type(val)}")
+                self.fail(at, f"must be a string, got {_type(val)}")
             env[key] = str(val)
-            self.placeholders_known(env[key], f"spec.run.env.{key}")
+            self.no_nul(env[key], at)
+            self.placeholders_known(env[key], at)
         replicas = self.integer(run.get("replicas", 1), "spec.run.replicas", 1)
         ready = run.get("readyTimeout")
         ready_timeout = DEFAULT_READY_TIMEOUT
@@ -415,10 +462,12 @@ class _Validator:
         )
         # {binary} is built just before the run, so it cannot be looked for yet
         if "{binary}" not in exe and _find_executable(exe, self.path.parent) is None:
-            self.fail("spec.run.command[0]", f"executable {exe!r} not found on PATH or as a path")
+            self.fail(
+                "spec.run.command[0]", f"executable {shown(exe)} not found on PATH or as a path"
+            )
         pod = run.get("podEnvironment", True)
         if not isinstance(pod, bool):
-            self.fail("spec.run.podEnvironment", f"must be true or false, got {pod!r}")
+            self.fail("spec.run.podEnvironment", f"must be true or false, got {shown(pod)}")
         return RunSpec(
             command=command,
             env=env,
@@ -435,8 +484,10 @@ class _Validator:
         if text is None:
             return None
         folder = Path(text) if Path(text).is_absolute() else self.path.parent / text
-        if not (folder / "go.mod").is_file():
-            self.fail("spec.run.goBuild", f"{text!r} is not a folder with a go.mod (a Go module)")
+        if not is_file(folder / "go.mod"):
+            self.fail(
+                "spec.run.goBuild", f"{shown(text)} is not a folder with a go.mod (a Go module)"
+            )
         return folder.resolve()
 
     def rbac(self, value: Any) -> Rbac:
@@ -473,6 +524,11 @@ class _Validator:
             rules.append(lists)
         return tuple(rules)
 
+    def no_nul(self, text: str, where: str) -> None:
+        """A NUL byte cannot be passed to a process, so would fail only at the start."""
+        if "\0" in text:
+            self.fail(where, "holds a NUL byte, which no process argument or variable can")
+
     def placeholders_known(self, text: str, where: str) -> None:
         for match in _PLACEHOLDER_RE.finditer(text):
             if match.group(1) not in PLACEHOLDERS:
@@ -508,8 +564,10 @@ class _Validator:
             None if classes is None else self.string_list(classes, f"{where}.priorityClasses")
         )
         api_version = self.string(env.get("apiVersion"), f"{where}.apiVersion")
-        if api_version is not None and not _API_VERSION_RE.match(api_version):
-            self.fail(f"{where}.apiVersion", f"not an API version like v1beta1: {api_version!r}")
+        if api_version is not None and not _API_VERSION_RE.fullmatch(api_version):
+            self.fail(
+                f"{where}.apiVersion", f"not an API version like v1beta1: {shown(api_version)}"
+            )
         clusters = env.get("clusters")
         names = None if clusters is None else self.cluster_names(clusters, f"{where}.clusters")
         scope = self.choice(
@@ -543,14 +601,14 @@ class _Validator:
         if not names:
             self.fail(where, "must name at least one worker cluster")
         for i, name in enumerate(names):
-            if not _DNS_LABEL_RE.match(name) or name == "manager":
+            if not _DNS_LABEL_RE.fullmatch(name) or name == "manager":
                 self.fail(
                     f"{where}[{i}]",
-                    f"{name!r} must be a DNS label (lower-case letters, digits, '-'; at most "
+                    f"{shown(name)} must be a DNS label (lower-case letters, digits, '-'; at most "
                     "63) and not 'manager'",
                 )
             if name in names[:i]:
-                self.fail(f"{where}[{i}]", f"duplicate cluster name {name!r}")
+                self.fail(f"{where}[{i}]", f"duplicate cluster name {shown(name)}")
         return names
 
     def knobs(self, value: Any) -> Knobs:
@@ -575,23 +633,26 @@ class _Validator:
         if "stepSize" in claims:
             raw = claims["stepSize"]
             if isinstance(raw, str) and raw != "all":
-                self.fail(f"{where}.stepSize", f'must be an integer or "all", got {raw!r}')
+                self.fail(f"{where}.stepSize", f'must be an integer or "all", got {shown(raw)}')
             step = "all" if raw == "all" else self.integer(raw, f"{where}.stepSize", 1)
         round_timeout = self.duration(claims.get("roundTimeout"), f"{where}.roundTimeout")
         max_prov = claims.get("maxConcurrentProvisioning")
         if max_prov is not None:
             max_prov = self.integer(max_prov, f"{where}.maxConcurrentProvisioning", 1)
         ordering = self.choice(claims.get("ordering", "none"), f"{where}.ordering", ORDERINGS)
-        features = self.string_list(claims.get("features") or [], f"{where}.features")
+        raw_features = claims.get("features")  # null is unset; false or 0 is not a list
+        features = (
+            () if raw_features is None else self.string_list(raw_features, f"{where}.features")
+        )
         seen: set[str] = set()
         for i, feature in enumerate(features):
             if feature not in FEATURES:
                 self.fail(
                     f"{where}.features[{i}]",
-                    f'unknown feature "{feature}" (known: {", ".join(FEATURES)})',
+                    f"unknown feature {_quoted(feature)} (known: {', '.join(FEATURES)})",
                 )
             if feature in seen:
-                self.fail(f"{where}.features[{i}]", f"duplicate feature {feature!r}")
+                self.fail(f"{where}.features[{i}]", f"duplicate feature {shown(feature)}")
             seen.add(feature)
         return Claims(
             step_size=step,
@@ -628,7 +689,7 @@ class _Validator:
 # --- helpers ---------------------------------------------------------------------------
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(SafeLoader):
     """SafeLoader that rejects duplicate keys (the later one would silently win)."""
 
 
@@ -636,9 +697,13 @@ def _no_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool =
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, Hashable):  # `? [a, b]`: PyYAML itself would raise TypeError
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a {_type(key)} cannot be a key", key_node.start_mark
+            )
         if isinstance(key, str) and key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
+                None, None, f"duplicate key {shown(key)}", key_node.start_mark
             )
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
@@ -660,27 +725,22 @@ def _find_executable(exe: str, profile_dir: Path) -> str | None:
         return shutil.which(exe)
     candidates = [Path(exe)] if Path(exe).is_absolute() else [Path(exe), profile_dir / exe]
     for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
+        if is_file(candidate) and os.access(candidate, os.X_OK):
             # absolute but not resolved: a virtualenv's bin/python is a symlink whose target
             # would start without the virtualenv's packages
             return os.path.abspath(candidate)
     return None
 
 
-def _display(path: Path) -> str:
-    """The path as the user would recognise it: relative to cwd when inside it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+def _quoted(name: str) -> str:
+    """A name in double quotes when plain, else as repr (escaped, cut short)."""
+    return f'"{name}"' if _PLAIN_KEY_RE.fullmatch(name) else shown(name)
+
+
+def _key(key: str) -> str:
+    """A mapping key as part of a field path: as written when plain, else quoted and cut."""
+    return key if _PLAIN_KEY_RE.fullmatch(key) else shown(key)
 
 
 def _type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-    return f"{problem}{where}".replace("\n", " ")

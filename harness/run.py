@@ -33,7 +33,7 @@ from harness import (
 )
 from harness.dispatcher import DispatcherRunner, StartFailure
 from harness.environment import Environment
-from harness.errors import UserError
+from harness.errors import UserError, shown, shown_path
 from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
 from harness.procs import Supervisor
@@ -44,6 +44,7 @@ from harness.session import SESSION_ENV, Result, Session, selects
 from harness.suite import load as load_suite
 
 SESSION_FILE = "session.json"
+REPORT_MARKERS = frozenset({"report.yaml", "results"})  # what says a folder is a report
 DEFAULT_WORKERS = 4
 NO_RECORD = (
     "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
@@ -130,30 +131,44 @@ def make_provider(
 
 
 def run(opts: Options) -> int:
-    """The whole session; returns the exit status (0 passed, 1 failed, 130 interrupted)."""
+    """The whole session; returns the exit status (0 passed, 1 failed, 130 interrupted).
+
+    Every input is checked before anything is built, started or written, so bad input
+    leaves nothing behind; the report directory is emptied only once the environment is up.
+    """
     profile = load_profile(opts.profile)
     v = versions.select(opts.kueue_version, opts.kubernetes_version)
     catalogue = load_suite().catalogue
     unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in catalogue]
     if unknown:
-        raise UserError(f"unknown check id(s) {', '.join(unknown)} (see `mkdc checks`)")
-    if profile.run is not None and profile.run.go_build is not None:
-        toolchain.build_go_module(profile.run.go_build, log)  # before any cluster starts
+        shown_ids = ", ".join(shown(c) for c in unknown[:5]) + (", ..." if unknown[5:] else "")
+        raise UserError(f"unknown check id(s) {shown_ids} (see `mkdc checks`)")
+    try:
+        load_suite().timeouts(profile.claims.to_dict(), opts.slacks)
+    except ValueError as exc:
+        raise UserError(f"--slack: {exc}") from None
+    if opts.clusters and opts.provider != "existing":
+        raise UserError(f"--cluster is for --provider existing, not {opts.provider}")
+    report_dir = _report_dir(opts.report_dir)
     for removed in rundir.sweep():  # left by runs that were killed; never a live run's
         log(removed.describe())
-    report_dir = opts.report_dir.resolve()
-    if report_dir.exists():
-        shutil.rmtree(report_dir)
-    (report_dir / "results").mkdir(parents=True)
     pytest_log = report_dir / progress.LOG_FILE
     interrupted = ""  # the signal that stopped the suite, if one did
     # Kueue's built-in dispatchers write as Kueue itself (kueue-admission); no policy needed.
     write_mode = KUEUE_ADMISSION if profile.is_builtin else profile.nomination_writes
     provider = make_provider(opts, profile, v, write_mode)
+    if profile.run is not None and profile.run.go_build is not None:
+        toolchain.build_go_module(profile.run.go_build, log)  # before any cluster starts
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         env = provider.up()
         stack.callback(provider.down)
+        if report_dir.exists():
+            shutil.rmtree(report_dir)
+        (report_dir / "results").mkdir(parents=True)
+        if report_dir.exists():
+            shutil.rmtree(report_dir)
+        (report_dir / "results").mkdir(parents=True)
         run_id = inventory.new_run_id()
         stack.callback(lambda: _purge(env, run_id))
         _require_api_version(env, profile.environment.api_version)
@@ -248,6 +263,34 @@ def run(opts: Options) -> int:
         log(f"interrupted ({interrupted}): the report is partial")
         return INTERRUPTED_EXIT
     return 1 if broken else 0
+
+
+def _report_dir(given: Path) -> Path:
+    """The report directory, checked: it is emptied at the start, so it must be a new
+    folder, an empty one or an earlier report; never a file, the cwd or the user's files."""
+    shown_dir = shown_path(given)
+    try:
+        report_dir = given.resolve()
+        if report_dir.exists() or report_dir.is_symlink():
+            if not report_dir.is_dir():
+                raise UserError(f"--report-dir {shown_dir}: exists and is not a folder")
+            entries = {p.name for p in report_dir.iterdir()}
+            if entries and not entries & REPORT_MARKERS:
+                raise UserError(
+                    f"--report-dir {shown_dir}: holds files that are not a mkdc report and "
+                    "would be removed; choose a new or empty folder"
+                )
+            return report_dir
+        parent = report_dir.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+    except OSError as exc:
+        raise UserError(f"--report-dir {shown_dir}: {exc.strerror or exc}") from None
+    except ValueError:
+        raise UserError(f"--report-dir {shown_dir}: not a usable path (a NUL byte)") from None
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"--report-dir {shown_dir}: cannot be made in {shown_path(parent)}")
+    return report_dir
 
 
 def _start_dispatcher(

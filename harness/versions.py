@@ -7,9 +7,10 @@ MKDC_KUBERNETES_VERSION. Each Kueue version has a default Kubernetes version.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 
-from harness.errors import UserError
+from harness.errors import UserError, shown
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,16 @@ def select(kueue: str | None = None, kubernetes: str | None = None) -> Versions:
     kubernetes = kubernetes or os.environ.get("MKDC_KUBERNETES_VERSION")
     if kueue not in MATRIX:
         known = ", ".join(f"v{k}" for k in MATRIX)
-        raise UserError(f"kueue version v{kueue} is not in the version matrix (known: {known})")
+        raise UserError(
+            f"kueue version {shown('v' + kueue)} is not in the version matrix (known: {known})"
+        )
     chosen = MATRIX[kueue]
     if kubernetes:
         kubernetes = _strip_v(kubernetes)
-        if kubernetes.count(".") != 2:
+        # digits only: the minor version is read as a number, the rest names a module
+        if not re.fullmatch(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}", kubernetes):
             raise UserError(
-                f"kubernetes version {kubernetes!r} must be a full version such as 1.36.3"
+                f"kubernetes version {shown(kubernetes)} must be a full version such as 1.36.3"
             )
         chosen = replace(chosen, kubernetes=kubernetes)
     return chosen

@@ -48,7 +48,7 @@ def test_progress_goes_to_the_console_as_lines_or_as_json():
     parse = cli.build_parser().parse_args
     assert parse(["run", "--profile", "reference"]).progress == "human"
     assert parse(["run", "--profile", "reference", "--progress", "jsonl"]).progress == "jsonl"
-    with pytest.raises(SystemExit):
+    with pytest.raises(cli.UsageError, match="--progress: invalid choice: 'xml'"):
         parse(["run", "--profile", "reference", "--progress", "xml"])
 
 
@@ -60,10 +60,35 @@ def test_up_with_missing_binaries_exits_2_and_leaves_nothing(capsys, tmp_path, m
     assert not (tmp_path / cli.CURRENT).exists()
 
 
-def test_usage_error_is_argparse_exit_2():
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["up", "--workers", "many"])
-    assert exc.value.code == 2
+def test_usage_error_is_one_line_and_exit_2(capsys):
+    """Not argparse's usage text plus message: one line that says where to read on."""
+    code, err = _run(capsys, "up", "--workers", "many")
+    assert code == 2
+    assert err == (
+        "mkdc: error: argument --workers: must be a whole number from 1 to 64, got 'many'"
+        " (see `mkdc up --help`)\n"
+    )
+
+
+def test_run_dir_markers_are_what_up_writes():
+    """`mkdc down` removes only a folder holding these, so they must be the real names."""
+    from harness import environment, procs
+
+    assert cli.RUN_DIR_MARKERS == (procs.STATE_FILE, environment.ENV_FILE)
+
+
+@pytest.mark.parametrize("record", ["", ".", "relative/dir", "/"])
+def test_down_never_removes_what_the_record_does_not_name(capsys, tmp_path, monkeypatch, record):
+    """An emptied or edited record (`.` is the cwd) must not make `mkdc down` remove it."""
+    monkeypatch.setenv("MKDC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / cli.CURRENT).write_text(record)
+    (tmp_path / "mine.txt").write_text("keep")
+    code, err = _run(capsys, "down")
+    assert code == 0 and "named none" in err
+    assert (tmp_path / "mine.txt").read_text() == "keep"
+    assert not (tmp_path / "cache" / cli.CURRENT).exists()
 
 
 def test_checks_lists_the_catalogue_with_the_scenario_that_decides_each(capsys):

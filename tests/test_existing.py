@@ -74,9 +74,21 @@ def kubeconfigs(tmp_path: Path) -> dict[str, tuple[Path, str | None]]:
     out: dict[str, tuple[Path, str | None]] = {}
     for name in ("manager", "w1", "w2"):
         path = tmp_path / f"{name}.kubeconfig"
-        path.write_text("apiVersion: v1\nkind: Config\n")
+        path.write_text(yaml.safe_dump(kubeconfig("ctx-" + name)))
         out[name] = (path, "ctx-" + name if name != "manager" else None)
     return out
+
+
+def kubeconfig(context: str, server: str = "https://127.0.0.1:1") -> dict[str, Any]:
+    """A well-formed kubeconfig whose current-context is `context`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": context, "context": {"cluster": "c", "user": "u"}}],
+        "current-context": context,
+    }
 
 
 def provider(args, dyns: dict[str, FakeDyn], dispatcher: str = DISPATCHER) -> ExistingProvider:
@@ -241,11 +253,19 @@ def test_unreachable_cluster(kubeconfigs):
 
 
 def test_bad_kubeconfig_content_is_a_user_error(kubeconfigs):
-    """The real connect path: a kubeconfig without clusters cannot be loaded."""
+    """A kubeconfig without clusters: said before any connection is tried."""
+    kubeconfigs["manager"][0].write_text("apiVersion: v1\nkind: Config\n")
     p = ExistingProvider(kubeconfigs, DISPATCHER)
-    with pytest.raises(UserError, match="--cluster manager: kubeconfig .* cannot be used") as err:
+    with pytest.raises(UserError, match="--cluster manager: kubeconfig .* no current-context"):
         p.up()
-    assert "\n" not in str(err.value)
+
+
+def test_refused_connection_says_so(kubeconfigs):
+    """The real connect path to a closed port: the reason, not urllib3's wrapping."""
+    p = ExistingProvider(kubeconfigs, DISPATCHER)
+    with pytest.raises(UserError) as err:
+        p.up()
+    assert str(err.value).endswith(" to https://127.0.0.1:1: Connection refused"), err.value
 
 
 def test_kueue_not_installed(kubeconfigs):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,12 @@ import yaml
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from harness import inventory, kube, rundir
+from harness import inventory, kube, kubeconfig, rundir
 from harness.environment import Cluster, Environment
-from harness.errors import UserError
+from harness.errors import UserError, shown, shown_path
 from harness.kueue_install import NAMESPACE
 from harness.multikueue import API
+from harness.userfiles import expand_user, file_problem, is_file
 from harness.versions import MATRIX, Versions
 
 MANAGER = "manager"
@@ -46,6 +48,7 @@ KUEUE_CRDS = tuple(
 )
 PROVISIONING_CRD = "provisioningrequests.autoscaling.x-k8s.io"
 HINT = "install Kueue (https://kueue.sigs.k8s.io/docs/installation/)"
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a DNS subdomain
 
 ClusterArgs = dict[str, tuple[Path, str | None]]
 Connect = Callable[[Cluster], Any]  # returns the cluster's dynamic client
@@ -57,13 +60,21 @@ def parse_cluster_args(values: Sequence[str]) -> ClusterArgs:
     for value in values:
         name, sep, rest = value.partition("=")
         if not sep or not name or not rest:
-            raise UserError(f"--cluster {value!r} must look like NAME=KUBECONFIG[:CONTEXT]")
+            raise UserError(f"--cluster {shown(value)} must look like NAME=KUBECONFIG[:CONTEXT]")
+        if name != MANAGER and not _OBJECT_NAME.fullmatch(name):
+            raise UserError(
+                f"--cluster {shown(name)}=...: the name must be that of a MultiKueueCluster"
+                " (lower-case letters, digits, '-' and '.')"
+            )
         if name in out:
             raise UserError(f"--cluster {name} is given twice")
         path, context = rest, None
-        if ":" in rest and not Path(rest).expanduser().is_file():
-            path, context = rest.split(":", 1)
-        out[name] = (Path(path).expanduser(), context or None)
+        try:
+            if ":" in rest and not is_file(expand_user(rest)):
+                path, context = rest.split(":", 1)
+            out[name] = (expand_user(path), context or None)
+        except UserError as exc:
+            raise UserError(f"--cluster {name}: {exc}") from None
     if MANAGER not in out:
         raise UserError("--cluster manager=KUBECONFIG is required (the MultiKueue manager)")
     if len(out) < 2:
@@ -84,6 +95,26 @@ def image_version(image: str) -> str | None:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:200] + ("..." if len(text) > 200 else "")
+
+
+def connect_problem(exc: BaseException) -> str:
+    """Why a connection failed, in words: the innermost OS or TLS error urllib3 wraps
+    (`Connection refused`), the HTTP status of a refusal, else the error's own text."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ApiException):
+            return f"HTTP {cause.status} {cause.reason}: check the kubeconfig's user"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS: {cause.reason or _one_line(cause)}"
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        reason = getattr(cause, "reason", None)
+        cause = (
+            reason if isinstance(reason, BaseException) else cause.__cause__ or cause.__context__
+        )
+    return _one_line(exc)
 
 
 def _get(dyn: Any, api_version: str, kind: str, name: str, ns: str | None = None) -> dict | None:
@@ -192,7 +223,8 @@ class ExistingProvider:
             Cluster(n, p, MANAGER if n == MANAGER else "worker", context=ctx)
             for n, (p, ctx) in self.cluster_args.items()
         ]
-        dyns = {c.name: self._reach(c) for c in clusters}
+        servers = {c.name: self._kubeconfig(c) for c in clusters}  # every file, then connect
+        dyns = {c.name: self._reach(c, servers[c.name]) for c in clusters}
         for c in clusters:
             self._require_crds(c, dyns[c.name])
         found = {c.name: self._supported_version(c, dyns[c.name]) for c in clusters}
@@ -247,11 +279,22 @@ class ExistingProvider:
     # ------------------------------------------------------------------ checks
 
     def _where(self, c: Cluster) -> str:
-        return f"{c.kubeconfig}" + (f" (context {c.context})" if c.context else "")
+        return shown_path(c.kubeconfig) + (
+            f" (context {shown_path(c.context)})" if c.context else ""
+        )
 
-    def _reach(self, c: Cluster) -> Any:
-        if not c.kubeconfig.is_file():
-            raise UserError(f"--cluster {c.name}: kubeconfig {c.kubeconfig} does not exist")
+    def _kubeconfig(self, c: Cluster) -> str:
+        """The server c's kubeconfig points at, once the file is known to be usable."""
+        if file_problem(c.kubeconfig) == "no such file":
+            raise UserError(
+                f"--cluster {c.name}: kubeconfig {shown_path(c.kubeconfig)} does not exist"
+            )
+        try:
+            return kubeconfig.check(c.kubeconfig, c.context)
+        except UserError as exc:
+            raise UserError(f"--cluster {c.name}: {exc}") from None
+
+    def _reach(self, c: Cluster, server: str) -> Any:
         try:
             dyn = self.connect(c)
             dyn.version["kubernetes"]["gitVersion"]
@@ -259,7 +302,8 @@ class ExistingProvider:
             raise UserError(f"--cluster {c.name}: {_one_line(exc)}") from None
         except Exception as exc:  # refused, TLS, 401/403, DNS: all say "cannot connect"
             raise UserError(
-                f"--cluster {c.name}: cannot connect with {self._where(c)}: {_one_line(exc)}"
+                f"--cluster {c.name}: cannot connect with {self._where(c)} to {server}:"
+                f" {connect_problem(exc)}"
             ) from None
         return dyn
 

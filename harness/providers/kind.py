@@ -529,18 +529,10 @@ class KindProvider:
     # ------------------------------------------------------------------- pieces
 
     def preflight(self) -> None:
-        """kind, docker and kubectl on PATH and a Docker engine that answers. kind and
-        kubectl not on PATH are built from their Go modules (cached) and put there."""
-        if self.which is shutil.which and not (shutil.which("kind") and shutil.which("kubectl")):
-            from harness.providers import kind_images
-
-            self.progress("building kind and kubectl (cached once built)")
-            tools = kind_images.node_binaries(self.versions, self.progress)
-            dirs = dict.fromkeys(str(tools[name].parent) for name in ("kind", "kubectl"))
-            os.environ["PATH"] = os.pathsep.join([*dirs, os.environ.get("PATH", "")])
-        for tool, fix in FIX.items():
-            if not self.which(tool):
-                raise UserError(f"{tool} is not on PATH: {fix}, or use --provider local")
+        """docker on PATH, enough inotify instances, and a Docker engine that answers, then
+        kind and kubectl on PATH: built from their Go modules (cached) when they are not."""
+        if not self.which("docker"):
+            raise UserError(f"docker is not on PATH: {FIX['docker']}, or use --provider local")
         low = self.inotify and inotify_too_low(self.worker_count + 1, self.inotify)
         if low:
             raise UserError(low)
@@ -548,8 +540,18 @@ class KindProvider:
         if r.returncode != 0:
             raise UserError(
                 f"the Docker engine does not answer (`docker info`: {_last_line(r)}): start it"
-                " (e.g. `sudo systemctl start docker`) or fix DOCKER_HOST, or use --provider local"
+                " (e.g. `sudo systemctl start docker`, or `sudo scripts/docker-engine`) or fix"
+                " DOCKER_HOST, or use --provider local"
             )
+        if self.which is shutil.which and not (shutil.which("kind") and shutil.which("kubectl")):
+            from harness.providers import kind_images
+
+            tools = kind_images.node_binaries(self.versions, self.progress)
+            dirs = dict.fromkeys(str(tools[name].parent) for name in ("kind", "kubectl"))
+            os.environ["PATH"] = os.pathsep.join([*dirs, os.environ.get("PATH", "")])
+        for tool, fix in FIX.items():
+            if not self.which(tool):
+                raise UserError(f"{tool} is not on PATH: {fix}, or use --provider local")
 
     def _prepare_images(self) -> None:
         """`built`: the node image and Kueue's and KWOK's images and manifests, made here."""

@@ -20,7 +20,7 @@ from harness.report.model import (
     summarize,
 )
 from harness.report.redaction import REDACTED, redact
-from harness.report.verify import verify_report, verify_report_data
+from harness.report.verify import verify_report, verify_report_bytes, verify_report_data
 
 __all__ = [
     "API_VERSION",
@@ -41,5 +41,6 @@ __all__ = [
     "redact",
     "summarize",
     "verify_report",
+    "verify_report_bytes",
     "verify_report_data",
 ]

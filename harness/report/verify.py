@@ -15,8 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import yaml
-
+from harness.errors import UserError
 from harness.report.model import (
     ERROR,
     FAILED,
@@ -30,6 +29,9 @@ from harness.report.model import (
     core_ids,
     summarize,
 )
+from harness.userfiles import decode, parse_yaml, read_bytes
+
+MAX_REPORT_BYTES = 256 * 1024 * 1024  # timelines of every scenario: large, not this large
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -47,11 +49,18 @@ def schema() -> dict[str, Any]:
 def verify_report(path: str | Path) -> list[str]:
     """Problems a submission gate would reject the report for; [] means it is sound."""
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        return [f"{path}: cannot read: {exc.strerror or exc}"]
-    except yaml.YAMLError as exc:
-        return [f"{path}: not valid YAML: {str(exc).splitlines()[0]}"]
+        data = read_bytes(Path(path), "report", MAX_REPORT_BYTES)
+    except UserError as exc:  # no such file, unreadable: "report: ..."
+        return [str(exc)]
+    return verify_report_bytes(data)
+
+
+def verify_report_bytes(data: bytes) -> list[str]:
+    """verify_report on the file's content: not UTF-8 or not YAML is a problem too."""
+    try:
+        doc = parse_yaml(decode(data, "report"), "report")
+    except UserError as exc:
+        return [str(exc)]
     return verify_report_data(doc)
 
 

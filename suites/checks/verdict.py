@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, overload
 
 from harness.durations import parse_duration
+from harness.errors import shown
 
 ORDERINGS = ("config", "alphabetical", "tiers", "none")
 
@@ -133,7 +134,9 @@ class Bounds:
         slack_values: dict[str, float] = {}
         for name, value in (slacks or {}).items():
             if name not in DEFAULT_SLACKS:
-                raise ValueError(f"unknown slack {name!r} (known: {', '.join(DEFAULT_SLACKS)})")
+                raise ValueError(
+                    f"unknown slack {shown(name)} (known: {', '.join(DEFAULT_SLACKS)})"
+                )
             slack_values[name] = _duration(value, f"slacks.{name}")
         timeouts = {
             c: _duration(v, f"cluster_timeouts.{c}") for c, v in (cluster_timeouts or {}).items()

@@ -1,0 +1,35 @@
+"""Settings every unit test shares: the property tests' fixed hypothesis profile."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# CI: the same examples on every run (derandomize), no example database, no deadline (a
+# loaded machine must not fail a case); HYPOTHESIS_PROFILE=explore for a longer, random
+# search when looking for new defects.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=100,
+    print_blob=False,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.register_profile(
+    "explore",
+    parent=settings.get_profile("ci"),
+    derandomize=False,
+    max_examples=1000,  # ten times the CI examples of every bad-input test
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests import bad_input
+
+    for line in bad_input.summary():
+        terminalreporter.write_line(line)
