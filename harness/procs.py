@@ -199,8 +199,21 @@ def spawn(
         env=env,
         cwd=cwd,
         start_new_session=True,
-        preexec_fn=None if outlive_parent else die_with_parent,
+        preexec_fn=_in_child if outlive_parent else _in_child_dying_with_parent,
     ).result()
+
+
+def _in_child() -> None:
+    """SIGINT as the default action, even when this process was started with it ignored
+    (a background job of a non-interactive shell, `nohup`): the harness stops what it
+    started with SIGINT (pytest ends its scenarios on it), and an ignored-at-start signal
+    can be neither trapped nor handled there."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _in_child_dying_with_parent() -> None:
+    _in_child()
+    die_with_parent()
 
 
 def run_group(

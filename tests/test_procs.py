@@ -124,3 +124,19 @@ def test_an_interrupted_group_gets_sigint_then_sigkill_and_the_interrupt_goes_on
     assert marker.exists()  # told
     assert 1.4 < time.monotonic() - started < 10  # then killed,
     assert not procs.group_alive(int(leader.read_text()))  # the background sleep too
+
+
+def test_a_child_hears_sigint_even_when_the_harness_was_started_ignoring_it(tmp_path):
+    """`mkdc run &` from a script ignores SIGINT; what it starts must not, or pytest
+    would not end its scenarios when told to."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with (tmp_path / "out.log").open("ab") as out:
+            popen = procs.spawn(["/bin/sh", "-c", "grep SigIgn /proc/self/status"], out)
+            popen.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    ignored = int((tmp_path / "out.log").read_text().split()[-1], 16)
+    assert not ignored & (1 << (signal.SIGINT - 1))
