@@ -139,6 +139,7 @@ def make(manifests, runner=None, *, tools=("kind", "docker", "kubectl"), **kw) -
         images=kw.pop("images", "release"),
         cgroup_v1=kw.pop("cgroup_v1", False),
         inotify=kw.pop("inotify", None),
+        name_prefix=kw.pop("name_prefix", "mkdc"),
         **kw,
     )
     p.wired, p.sleeps = wired, sleeps
@@ -610,3 +611,9 @@ def test_too_few_inotify_instances_for_the_clusters_is_one_line_with_the_sysctl(
     with pytest.raises(UserError, match="max_user_instances is 128"):
         make(manifests, runner, workers=4, inotify=tmp_path).up()
     assert runner.cmds == []  # before anything is created
+
+
+def test_ci_runs_get_names_of_their_own_and_dev_keeps_the_shared_ones():
+    first, second = KindProvider(V), KindProvider(V)
+    assert first.prefix.startswith("mkdc-") and first.prefix != second.prefix
+    assert KindProvider(V, mode="dev").prefix == "mkdc"

@@ -23,8 +23,8 @@ from harness.report import (
     verify_report,
 )
 from harness.session import Result
+from tests.reports import WL, timeline
 
-WL = "ns-1/job-<b>&x"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretsecret\n-----END RSA PRIVATE KEY-----"
 
 ENVIRONMENT = {
@@ -43,32 +43,6 @@ SCORECARD = {
     "timeToPlacementSeconds": {"p50": 11.0, "p99": 12.5},
     "nominationWritesPerPlacement": 2.0,
 }
-
-
-def timeline() -> Timeline:
-    return Timeline(
-        [
-            Event(0.0, MANAGER, Kind.CLUSTER_ACTIVE, "", {"cluster": "w4", "active": False}),
-            Event(1.0, MANAGER, Kind.WORKLOAD_CREATED, WL),
-            Event(1.5, MANAGER, Kind.NOMINATION, WL, {"names": ["w1", "w2"], "writer": "ref"}),
-            Event(2.0, "w1", Kind.COPY_CREATED, WL),
-            Event(2.1, "w1", Kind.PROVREQ_CREATED, WL, {"name": "pr"}),
-            Event(3.0, "w1", Kind.PROVREQ_STATE, WL, {"name": "pr", "state": "Failed"}),
-            Event(3.1, "w1", Kind.PROVREQ_DELETED, WL, {"name": "pr"}),
-            Event(2.0, "w2", Kind.COPY_CREATED, WL),
-            Event(11.0, MANAGER, Kind.ACTION, "", {"what": "restart dispatcher"}),
-            Event(11.5, MANAGER, Kind.NOMINATION, WL, {"names": ["w1", "w2", "w3"]}),
-            Event(12.0, "w3", Kind.COPY_CREATED, WL),
-            Event(12.1, "w3", Kind.PREEMPTION, WL, {"victim": "ns-1/low"}),
-            Event(12.2, "w3", Kind.COPY_RESERVED, WL, {"reserved": True}),
-            Event(12.3, "w3", Kind.COPY_ADMITTED, WL),
-            Event(12.5, MANAGER, Kind.PLACEMENT, WL, {"cluster": "w3"}),
-            Event(12.6, "w1", Kind.COPY_DELETED, WL),
-            Event(12.6, "w2", Kind.COPY_DELETED, WL),
-            Event(13.0, "w3", Kind.JOB_CREATED, WL),
-            Event(20.0, "w3", Kind.JOB_FINISHED, WL, {"condition": "Complete"}),
-        ]
-    )
 
 
 def all_core_passed() -> list[CheckResult]:

@@ -5,8 +5,9 @@ loop over a command runner, so every command is unit-tested without Docker.
 Worker kubeconfig files hold two contexts: `internal` (current; what the manager's
 Kueue uses, https://<name>-control-plane:6443 on the kind docker network) and
 `external` (127.0.0.1, what the harness and kubectl use via Cluster.context).
-Modes: `ci` creates fresh clusters and deletes them at down(); `dev` reuses
-clusters of the same names and keeps them.
+Modes: `ci` creates fresh clusters, named `mkdc-<4 hex digits>-<cluster>` so that two runs
+at once never collide, and deletes them at down(); `dev` reuses clusters named
+`mkdc-<cluster>` and keeps them.
 Images: `release` uses kind's published node image and Kueue's released manifests (a
 registry in reach); `built` builds the node, Kueue and KWOK images here from the same
 Go-module binaries as the local provider (kind_images.py) and renders the manifests from
@@ -19,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -427,7 +429,7 @@ class KindProvider:
         dispatcher_name: str | None = None,
         kueue_extra: dict[str, Any] | None = None,
         mode: str = "ci",
-        name_prefix: str = "mkdc",
+        name_prefix: str | None = None,
         *,
         write_mode: str | None = None,
         nodes_per_worker: int = 2,
@@ -451,6 +453,8 @@ class KindProvider:
             raise UserError(f"kind images {images!r} is not one of {', '.join(IMAGES)}")
         if mode not in MODES:
             raise UserError(f"kind mode {mode!r} is not one of {', '.join(MODES)}")
+        if name_prefix is None:  # ci: a run's own names, so two runs at once never collide
+            name_prefix = "mkdc" if mode == "dev" else f"mkdc-{secrets.token_hex(2)}"
         if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?", name_prefix):
             raise UserError(f"kind name prefix {name_prefix!r} must be a short DNS label")
         self.versions = versions

@@ -560,50 +560,50 @@ def _kustomize(
     return _run([str(kubectl), "kustomize", str(overlay)], f"kustomize {source.name}")
 
 
+PULL_IF_NOT_PRESENT = json.dumps(
+    [
+        {
+            "op": "replace",
+            "path": "/spec/template/spec/containers/0/imagePullPolicy",
+            "value": "IfNotPresent",
+        }
+    ]
+)
+
+
+def _render(
+    kubectl: Path, overlay: Path, source: Path, base: str, upstream: str, ours: Image
+) -> str:
+    """An upstream kustomization with `upstream` (its image name) replaced by ours."""
+    name, tag = ours.ref.rsplit(":", 1)
+    extra: dict[str, object] = {
+        "images": [{"name": upstream, "newName": name, "newTag": tag}],
+        "patches": [{"target": {"kind": "Deployment"}, "patch": PULL_IF_NOT_PRESENT}],
+    }
+    return _kustomize(kubectl, overlay, source, base, extra)
+
+
 def offline_manifests(v: Versions, work: Path) -> tuple[Path, Path]:
     """Kueue's and KWOK's install manifests, rendered from their modules (as their
     releases are) with the images built here; returns (kueue.yaml, kwok.yaml)."""
     kubectl = node_binary_path(v, "kubectl")
     kueue_dir = toolchain.module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
     kwok_dir = toolchain.module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
-    pull_policy = json.dumps(
-        [
-            {
-                "op": "replace",
-                "path": "/spec/template/spec/containers/0/imagePullPolicy",
-                "value": "IfNotPresent",
-            }
-        ]
-    )
-    kueue_image_ref, kueue_tag = kueue_image(v).ref.rsplit(":", 1)
-    kueue = _kustomize(
+    kueue = _render(
         kubectl,
         work / "kueue-manifests",
         kueue_dir / "config",
         "default",
-        {
-            "images": [
-                {
-                    "name": "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue",
-                    "newName": kueue_image_ref,
-                    "newTag": kueue_tag,
-                }
-            ],
-            "patches": [{"target": {"kind": "Deployment"}, "patch": pull_policy}],
-        },
+        "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue",
+        kueue_image(v),
     )
-    kwok_image_ref, kwok_tag = kwok_image(v).ref.rsplit(":", 1)
-    kwok = _kustomize(
+    kwok = _render(
         kubectl,
         work / "kwok-manifests",
         kwok_dir / "kustomize",
         "kwok",
-        {
-            "images": [
-                {"name": "registry.k8s.io/kwok/kwok", "newName": kwok_image_ref, "newTag": kwok_tag}
-            ],
-            "patches": [{"target": {"kind": "Deployment"}, "patch": pull_policy}],
-        },
+        "registry.k8s.io/kwok/kwok",
+        kwok_image(v),
     )
     paths = work / "kueue.yaml", work / "kwok.yaml"
     paths[0].write_text(kueue)
