@@ -448,9 +448,7 @@ class PodRunner(DispatcherRunner):
                     kill = ["ctr", "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", cid]
                     with contextlib.suppress(UserError):
                         _docker(["docker", "exec", node, *kill], "ctr task kill")
-        self.apps.patch_namespaced_deployment_scale(
-            deployment_name(replica), self.namespace, {"spec": {"replicas": 0}}
-        )
+        self._scale(replica, 0)
         for pod in pods:
             with contextlib.suppress(Exception):
                 self.core.delete_namespaced_pod(
@@ -458,8 +456,14 @@ class PodRunner(DispatcherRunner):
                 )
 
     def restart(self, replica: int = 0) -> None:
+        self._scale(replica, 1)
+
+    def _scale(self, replica: int, replicas: int) -> None:
         self.apps.patch_namespaced_deployment_scale(
-            deployment_name(replica), self.namespace, {"spec": {"replicas": 1}}
+            deployment_name(replica),
+            self.namespace,
+            {"spec": {"replicas": replicas}},
+            _content_type="application/merge-patch+json",
         )
 
     def alive(self, replica: int = 0) -> bool:

@@ -225,3 +225,183 @@ def test_an_image_not_in_docker_is_one_line_saying_how_to_get_it(
 def test_an_image_is_for_the_providers_that_run_containers(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="--provider local or kind, not existing"):
         container.prepare(load(tmp_path), "existing", lambda _msg: None)
+
+
+# ------------------------------------------------------------------ the runners
+
+
+class FakeWrapped:
+    """What docker-py's Container answers, for the few calls the runner makes."""
+
+    def __init__(self) -> None:
+        self.status, self.starts = "running", 1
+        self.attrs: dict[str, Any] = {}
+
+    def reload(self) -> None:
+        self.attrs = {"State": {"Status": self.status, "ExitCode": 137}}
+
+    def kill(self) -> None:
+        self.status = "exited"
+
+    def start(self) -> None:
+        self.status, self.starts = "running", self.starts + 1
+
+    def logs(self, **_kw: Any) -> bytes:
+        return b"started\n" * self.starts
+
+
+class FakeContainer:
+    made: list[FakeContainer] = []
+
+    def __init__(self, image: str, **kwargs: Any) -> None:
+        self.image, self.kwargs = image, kwargs
+        self.wrapped = FakeWrapped()
+        self.stopped = False
+        FakeContainer.made.append(self)
+
+    def start(self) -> FakeContainer:
+        return self
+
+    def get_wrapped_container(self) -> FakeWrapped:
+        return self.wrapped
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_local_containers_are_killed_restarted_and_removed_with_their_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import testcontainers.core.container as tc
+
+    from harness import rundir
+    from harness.procs import Supervisor
+
+    monkeypatch.setattr(tc, "DockerContainer", FakeContainer)
+    monkeypatch.setattr("harness.dispatcher.SETTLE_SECONDS", 0.2)
+    FakeContainer.made = []
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    creds = [Credentials(tmp_path / "kc", sa, "https://127.0.0.1:6443")]
+    profile = load(tmp_path)
+    runner = container.ContainerRunner(
+        profile, Supervisor(run_dir), creds, {"run": "r1"}, "mkdc-r1"
+    )
+    runner.start_all()
+    [box] = FakeContainer.made
+    assert box.kwargs["name"] == "mkdc-r1-dispatcher-0" and box.kwargs["network"] == "host"
+    remove = [runner.docker, "rm", "-f", "mkdc-r1-dispatcher-0"]
+    assert rundir._cleanups(run_dir) == [remove]  # a killed run's container goes with its dir
+    assert runner.alive(0)
+    runner.kill(0)
+    assert not runner.alive(0)
+    runner.restart(0)
+    assert runner.alive(0) and len(FakeContainer.made) == 1  # the same container again
+    runner.stop_all()
+    assert box.stopped and rundir._cleanups(run_dir) == []
+    assert (run_dir / "logs" / "dispatcher-0.log").read_bytes() == b"started\n" * 2
+
+
+def test_a_local_container_that_exits_at_start_names_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import testcontainers.core.container as tc
+
+    from harness.dispatcher import StartFailure
+    from harness.procs import Supervisor
+
+    monkeypatch.setattr(tc, "DockerContainer", FakeContainer)
+    monkeypatch.setattr(FakeContainer, "start", lambda self: self.wrapped.kill() or self)
+    monkeypatch.setattr("harness.dispatcher.SETTLE_SECONDS", 0.2)
+    (tmp_path / "run").mkdir()
+    creds = [Credentials(tmp_path / "kc", tmp_path, "https://127.0.0.1:6443")]
+    runner = container.ContainerRunner(
+        load(tmp_path), Supervisor(tmp_path / "run"), creds, {}, "mkdc-r1"
+    )
+    with pytest.raises(StartFailure, match=r"dispatcher-0\) exited with code 137 at start"):
+        runner.start_all()
+    runner.stop_all()
+
+
+def _pod(name: str, *, phase: str = "Running", ready: bool = True, restarts: int = 0) -> Any:
+    from types import SimpleNamespace as NS
+
+    status = NS(
+        ready=ready,
+        started=ready,
+        restart_count=restarts,
+        container_id=f"containerd://{name}-id",
+        state=NS(waiting=None),
+    )
+    return NS(
+        metadata=NS(name=name, deletion_timestamp=None),
+        spec=NS(node_name="mkdc-manager-control-plane"),
+        status=NS(phase=phase, container_statuses=[status]),
+    )
+
+
+class FakeCore:
+    def __init__(self, pods: list[Any]) -> None:
+        self.pods = pods
+        self.deleted: list[tuple[str, int]] = []
+
+    def list_namespaced_pod(self, namespace: str, label_selector: str) -> Any:
+        from types import SimpleNamespace as NS
+
+        return NS(items=list(self.pods))
+
+    def delete_namespaced_pod(self, name: str, namespace: str, grace_period_seconds: int) -> None:
+        self.deleted.append((name, grace_period_seconds))
+        self.pods = [p for p in self.pods if p.metadata.name != name]
+
+    def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
+        return f"log of {name}\n"
+
+
+class FakeApps:
+    def __init__(self) -> None:
+        self.scaled: list[tuple[str, int, str]] = []
+
+    def patch_namespaced_deployment_scale(
+        self, name: str, namespace: str, body: dict[str, Any], _content_type: str
+    ) -> None:
+        self.scaled.append((name, body["spec"]["replicas"], _content_type))
+
+
+def test_a_kind_replica_is_crashed_kept_down_and_scaled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.procs import Supervisor
+
+    execs: list[list[str]] = []
+
+    def docker(argv: list[str], _what: str) -> str:
+        execs.append(argv)
+        return ""
+
+    monkeypatch.setattr(container, "_docker", docker)
+    runner = object.__new__(container.PodRunner)  # no cluster: its clients are fakes
+    profile = load(tmp_path)
+    assert profile.run is not None
+    runner.run, runner.namespace, runner.saved = profile.run, "kueue-system", set()
+    runner.supervisor = Supervisor(tmp_path)
+    core, apps = FakeCore([_pod("p1")]), FakeApps()
+    runner.core, runner.apps = core, apps  # type: ignore[assignment]
+    assert runner.alive(0)
+    runner.kill(0)
+    kill = ["ctr", "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", "p1-id"]
+    assert execs == [["docker", "exec", "mkdc-manager-control-plane", *kill]]
+    merge = "application/merge-patch+json"
+    assert apps.scaled == [("mkdc-dispatcher-0", 0, merge)]
+    assert core.deleted == [("p1", 0)]
+    assert not runner.alive(0)
+    assert (tmp_path / "logs" / "dispatcher-0.log").read_text() == "--- pod p1\nlog of p1\n"
+    runner.restart(0)
+    assert apps.scaled[-1] == ("mkdc-dispatcher-0", 1, merge)
+    core.pods = [_pod("p2", phase="Pending", ready=False)]
+    assert not runner.alive(0)
+    core.pods = [_pod("p3", restarts=1)]
+    with pytest.raises(container.StartFailure, match=r"pod p3: restarted 1 time\(s\)"):
+        runner._check(0)
