@@ -168,7 +168,7 @@ def container_options(
         "env": env,
         "name": name,
         "volumes": volumes,
-        "network": "host",
+        "network_mode": "host",
         "labels": dict(labels),
     }
 
@@ -274,7 +274,10 @@ class ContainerRunner(DispatcherRunner):
         image, command, env = opts.pop("image"), opts.pop("command"), opts.pop("env")
         name, volumes = opts.pop("name"), opts.pop("volumes")
         rundir.add_cleanup(self.supervisor.run_dir, [self.docker, "rm", "-f", name])
-        box = DockerContainer(image, command=command, env=env, name=name, volumes=volumes, **opts)
+        box = DockerContainer(image, command=command, env=env, name=name, volumes=volumes)
+        # network given (as None): testcontainers then picks no network of its own, which
+        # host networking would refuse
+        box.with_kwargs(network=None, **opts)
         self.containers[replica], self.names[replica] = box, name
         box.start()
 

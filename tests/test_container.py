@@ -184,7 +184,7 @@ def test_a_local_container_sees_what_a_pod_sees(tmp_path: Path) -> None:
     )
     assert opts["image"] == "example.com/vendor/dispatcher:v1.2"
     assert opts["command"] == ["--v=2"]
-    assert opts["network"] == "host"
+    assert opts["network_mode"] == "host"
     assert opts["name"] == "mkdc-r1-dispatcher-0" and opts["labels"] == {"run": "r1"}
     assert opts["env"]["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
     assert opts["env"]["KUBERNETES_SERVICE_PORT"] == "6443"
@@ -259,6 +259,10 @@ class FakeContainer:
         self.stopped = False
         FakeContainer.made.append(self)
 
+    def with_kwargs(self, **kwargs: Any) -> FakeContainer:
+        self.extra = kwargs
+        return self
+
     def start(self) -> FakeContainer:
         return self
 
@@ -291,7 +295,8 @@ def test_local_containers_are_killed_restarted_and_removed_with_their_cleanup(
     )
     runner.start_all()
     [box] = FakeContainer.made
-    assert box.kwargs["name"] == "mkdc-r1-dispatcher-0" and box.kwargs["network"] == "host"
+    assert box.kwargs["name"] == "mkdc-r1-dispatcher-0"
+    assert box.extra == {"network": None, "network_mode": "host", "labels": {"run": "r1"}}
     remove = [runner.docker, "rm", "-f", "mkdc-r1-dispatcher-0"]
     assert rundir._cleanups(run_dir) == [remove]  # a killed run's container goes with its dir
     assert runner.alive(0)
