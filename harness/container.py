@@ -459,7 +459,12 @@ class PodRunner(DispatcherRunner):
                 )
 
     def restart(self, replica: int = 0) -> None:
+        """Scale back to 1 and wait (up to readyTimeout) for the new pod's container to
+        run: with no audit log, the check's "back" is when this returns."""
         self._scale(replica, 1)
+        deadline = time.monotonic() + self.run.ready_timeout
+        while not self.alive(replica) and time.monotonic() < deadline:
+            time.sleep(0.5)
 
     def _scale(self, replica: int, replicas: int) -> None:
         self.apps.patch_namespaced_deployment_scale(

@@ -403,10 +403,11 @@ def test_a_kind_replica_is_crashed_kept_down_and_scaled_back(
     assert core.deleted == [("p1", 0)]
     assert not runner.alive(0)
     assert (tmp_path / "logs" / "dispatcher-0.log").read_text() == "--- pod p1\nlog of p1\n"
-    runner.restart(0)
-    assert apps.scaled[-1] == ("mkdc-dispatcher-0", 1, merge)
     core.pods = [_pod("p2", phase="Pending", ready=False)]
     assert not runner.alive(0)
+    core.pods = [_pod("p2")]  # what the Deployment makes once scaled back
+    runner.restart(0)
+    assert apps.scaled[-1] == ("mkdc-dispatcher-0", 1, merge)
     core.pods = [_pod("p3", restarts=1)]
     with pytest.raises(container.StartFailure, match=r"pod p3: restarted 1 time\(s\)"):
         runner._check(0)
