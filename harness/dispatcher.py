@@ -133,6 +133,12 @@ class DispatcherRunner:
         proc = self.supervisor.procs.get(self.process_name(replica))
         return bool(proc and proc.alive())
 
+    def save_logs(self) -> None:
+        """Host processes write their logs themselves; container runners copy theirs."""
+
+    def stop_all(self) -> None:
+        self.supervisor.stop_all()
+
 
 def _reads_since(audit_log: Path, position: int, users: set[str]) -> tuple[int, bool]:
     """(new position, whether a complete line after `position` is a read by one of users)."""

@@ -55,6 +55,7 @@ ORDERINGS = ("config", "alphabetical", "tiers", "none")
 PER_SCENARIO, SHARED = "per-scenario", "shared"
 CLUSTER_SCOPES = (PER_SCENARIO, SHARED)
 PLACEHOLDERS = ("kubeconfig", "dispatcher_name", "namespace", "profile_dir", "binary")
+IMAGE_BINARY = "/dispatcher"  # where a goBuild binary sits in the image the harness makes
 DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_READY_TIMEOUT = 60.0
 # far beyond any real profile (a few KiB, a few levels, a few hundred nodes), far below
@@ -84,6 +85,11 @@ _PLAIN_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{0,63}")  # else quoted: '0
 _DNS_LABEL_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _API_VERSION_RE = re.compile(r"v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?")
 _PYTHON_NAMES = ("python", "python3")
+# a reference as `docker image inspect` takes it: [registry/]path[:tag][@digest], no spaces
+_IMAGE_RE = re.compile(
+    r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*"
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?"
+)
 
 StepSize = int | Literal["all"]
 
@@ -112,6 +118,8 @@ class RunSpec:
     rbac: Rbac = field(default_factory=Rbac)
     # a Go main module the harness builds (cached per source) before the run: {binary}
     go_build: Path | None = None
+    # a container image to run instead of a host process; `command` is then its args
+    image: str | None = None
 
 
 @dataclass(frozen=True)
@@ -192,7 +200,11 @@ class Profile:
             "profile_dir": str(self.path.parent.resolve()),
         }
         if self.run is not None and self.run.go_build is not None:
-            values["binary"] = str(toolchain.go_module_binary(self.run.go_build))
+            values["binary"] = (
+                IMAGE_BINARY
+                if self.run.image is not None
+                else str(toolchain.go_module_binary(self.run.go_build))
+            )
         return values
 
     def shown_command(self) -> str:
@@ -202,7 +214,10 @@ class Profile:
             return ""
         values = self.placeholders("{kubeconfig}", "{namespace}")
         values["dispatcher_name"] = "{dispatcher_name}"
-        return " ".join(_fill(arg, values) for arg in self.run.command)
+        argv = " ".join(_fill(arg, values) for arg in self.run.command)
+        if self.run.image is not None:
+            return f"image {self.run.image}" + (f" args {argv}" if argv else "")
+        return argv
 
     def render_command(
         self, kubeconfig: str | os.PathLike[str], namespace: str = DEFAULT_NAMESPACE
@@ -415,12 +430,22 @@ class _Validator:
         run = self.mapping(
             value,
             "spec.run",
-            ("command", "env", "replicas", "readyTimeout", "podEnvironment", "rbac", "goBuild"),
+            (
+                "command",
+                "image",
+                "env",
+                "replicas",
+                "readyTimeout",
+                "podEnvironment",
+                "rbac",
+                "goBuild",
+            ),
         )
-        if "command" not in run:
-            self.fail("spec.run.command", "required when spec.run is set")
-        command = self.string_list(run["command"], "spec.run.command")
-        if not command:
+        image = self.image(run.get("image"))
+        if "command" not in run and image is None:
+            self.fail("spec.run.command", "required when spec.run is set (or spec.run.image)")
+        command = self.string_list(run.get("command", []), "spec.run.command")
+        if not command and image is None:
             self.fail("spec.run.command", "must not be empty")
         for i, arg in enumerate(command):
             self.no_nul(arg, f"spec.run.command[{i}]")
@@ -448,7 +473,36 @@ class _Validator:
         uses_binary += [f"spec.run.env.{k}" for k, v in env.items() if "{binary}" in v]
         if uses_binary and go_build is None:
             self.fail(uses_binary[0], "{binary} needs spec.run.goBuild (the Go module to build)")
-        exe_template = command[0]
+        pod = run.get("podEnvironment", True)
+        if not isinstance(pod, bool):
+            self.fail("spec.run.podEnvironment", f"must be true or false, got {shown(pod)}")
+        if image is not None:
+            self.container_values(command, env, pod)
+        else:
+            self.executable(command[0], dispatcher)
+        return RunSpec(
+            command=command,
+            env=env,
+            replicas=replicas,
+            ready_timeout=ready_timeout,
+            pod_environment=pod,
+            rbac=self.rbac(run.get("rbac")),
+            go_build=go_build,
+            image=image,
+        )
+
+    def image(self, value: Any) -> str | None:
+        """spec.run.image: a reference the local Docker engine knows (or the harness builds)."""
+        ref = self.string(value, "spec.run.image")
+        if ref is not None and not _IMAGE_RE.fullmatch(ref):
+            self.fail(
+                "spec.run.image",
+                f"not an image reference like example.com/dispatcher:v1: {shown(ref)}",
+            )
+        return ref
+
+    def executable(self, exe_template: str, dispatcher: str) -> None:
+        """A host command's executable must exist now, not only once clusters are up."""
         if "{kubeconfig}" in exe_template:
             self.fail("spec.run.command[0]", "the executable cannot depend on {kubeconfig}")
         exe = _fill(
@@ -465,18 +519,32 @@ class _Validator:
             self.fail(
                 "spec.run.command[0]", f"executable {shown(exe)} not found on PATH or as a path"
             )
-        pod = run.get("podEnvironment", True)
-        if not isinstance(pod, bool):
-            self.fail("spec.run.podEnvironment", f"must be true or false, got {shown(pod)}")
-        return RunSpec(
-            command=command,
-            env=env,
-            replicas=replicas,
-            ready_timeout=ready_timeout,
-            pod_environment=pod,
-            rbac=self.rbac(run.get("rbac")),
-            go_build=go_build,
-        )
+
+    def container_values(self, command: tuple[str, ...], env: dict[str, str], pod: bool) -> None:
+        """In a container there is no host kubeconfig, and host paths mean nothing unless
+        mounted: {kubeconfig} is refused, and {profile_dir}/... must name a file (which the
+        harness mounts into the container and points the value at)."""
+        if not pod:
+            self.fail("spec.run.podEnvironment", "an image always runs as in a Pod; drop it")
+        values = {"profile_dir": str(self.path.parent.resolve())}
+        fields = [(f"spec.run.command[{i}]", a) for i, a in enumerate(command)]
+        fields += [(f"spec.run.env.{_key(k)}", v) for k, v in env.items()]
+        for where, text in fields:
+            if "{kubeconfig}" in text:
+                self.fail(
+                    where,
+                    "{kubeconfig} has no meaning in a container: an image reads the in-cluster"
+                    " config (its service-account files), as in a Pod",
+                )
+            if "{profile_dir}" in text:
+                if not text.startswith("{profile_dir}") or text.count("{profile_dir}") > 1:
+                    self.fail(where, "{profile_dir} must start the value (a file to mount)")
+                if not is_file(Path(_fill(text, values))):
+                    self.fail(
+                        where,
+                        f"{shown(text)} must name a file next to the profile (it is mounted"
+                        " into the container)",
+                    )
 
     def go_module(self, value: Any) -> Path | None:
         """spec.run.goBuild: a folder (relative to the profile) holding a Go main module."""
@@ -712,9 +780,12 @@ def _no_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool =
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
-def _fill(text: str, values: Mapping[str, str]) -> str:
+def fill(text: str, values: Mapping[str, str]) -> str:
     """Replace only the known {placeholders}; other braces (JSON args) stay as they are."""
     return _PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+_fill = fill
 
 
 def _find_executable(exe: str, profile_dir: Path) -> str | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import (
+    container,
     control,
     identity,
     inventory,
@@ -157,7 +158,10 @@ def run(opts: Options) -> int:
     # Kueue's built-in dispatchers write as Kueue itself (kueue-admission); no policy needed.
     write_mode = KUEUE_ADMISSION if profile.is_builtin else profile.nomination_writes
     provider = make_provider(opts, profile, v, write_mode)
-    if profile.run is not None and profile.run.go_build is not None:
+    image: container.ImageSource | None = None
+    if profile.run is not None and profile.run.image is not None:  # before any cluster starts
+        image = container.prepare(profile, opts.provider, log)
+    elif profile.run is not None and profile.run.go_build is not None:
         toolchain.build_go_module(profile.run.go_build, log)  # before any cluster starts
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
@@ -184,7 +188,7 @@ def run(opts: Options) -> int:
         runner = None
         if profile.run is not None:
             try:
-                runner, users = _start_dispatcher(profile, env, run_id, stack)
+                runner, users = _start_dispatcher(profile, env, run_id, stack, image)
             except StartFailure as exc:
                 raise _start_failure_report(exc, profile, env, report_dir, started) from None
         handlers = _control_handlers(provider, runner)
@@ -241,6 +245,8 @@ def run(opts: Options) -> int:
         report = build_report(profile, env, report_dir, opts, wall, interrupted)
         summary = report.summary()
         if summary["failed"] or summary["undecided"]:
+            if runner is not None:
+                runner.save_logs()
             _collect_logs(env, report_dir)
         report.write_all(report_dir)
         reporter.end(
@@ -294,7 +300,11 @@ def _report_dir(given: Path) -> Path:
 
 
 def _start_dispatcher(
-    profile: Profile, env: Environment, run_id: str, stack: contextlib.ExitStack
+    profile: Profile,
+    env: Environment,
+    run_id: str,
+    stack: contextlib.ExitStack,
+    image: container.ImageSource | None = None,
 ) -> tuple[DispatcherRunner, frozenset[str]]:
     assert profile.run is not None
     replicas, rbac = profile.run.replicas, profile.run.rbac
@@ -308,9 +318,20 @@ def _start_dispatcher(
         rbac.namespace_rules,
     )
     supervisor = Supervisor(env.run_dir)
-    stack.callback(supervisor.stop_all)
-    runner = DispatcherRunner(profile, supervisor, credentials)
-    how = "as in a Pod" if profile.run.pod_environment else "as a process"
+    labels = {inventory.RUN_LABEL: run_id}
+    runner: DispatcherRunner
+    if image is not None and env.provider == "kind":
+        runner = container.PodRunner(profile, supervisor, credentials, env, image, labels, log)
+        how = "as Deployments in the manager"
+    elif image is not None:
+        runner = container.ContainerRunner(
+            profile, supervisor, credentials, labels, f"mkdc-{run_id}"
+        )
+        how = "as containers"
+    else:
+        runner = DispatcherRunner(profile, supervisor, credentials)
+        how = "as in a Pod" if profile.run.pod_environment else "as a process"
+    stack.callback(runner.stop_all)
     log(f"starting the dispatcher {how} ({replicas} replica(s)): {profile.shown_command()}")
     runner.start_all()
     users = frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
@@ -505,6 +526,8 @@ def _environment(
     how = "built into Kueue"
     if profile.run is not None:
         how = "pod environment" if profile.run.pod_environment else "process"
+        if profile.run.image is not None:
+            how = f"container image {profile.run.image}"
     return {
         "provider": env.provider,
         "kubernetesVersion": env.kubernetes_version,
