@@ -118,7 +118,8 @@ class RunSpec:
     rbac: Rbac = field(default_factory=Rbac)
     # a Go main module the harness builds (cached per source) before the run: {binary}
     go_build: Path | None = None
-    # a container image to run instead of a host process; `command` is then its args
+    # a container image to run instead of a host process; `command` then holds the
+    # container's arguments (`spec.run.args` in the profile)
     image: str | None = None
 
 
@@ -433,6 +434,7 @@ class _Validator:
             (
                 "command",
                 "image",
+                "args",
                 "env",
                 "replicas",
                 "readyTimeout",
@@ -442,14 +444,28 @@ class _Validator:
             ),
         )
         image = self.image(run.get("image"))
+        if image is not None and "command" in run:
+            self.fail(
+                "spec.run.command",
+                "with spec.run.image the image's entrypoint runs: give its arguments as"
+                " spec.run.args",
+            )
+        if image is None and "args" in run:
+            self.fail(
+                "spec.run.args",
+                "goes with spec.run.image (a container's arguments); a host process takes"
+                " spec.run.command",
+            )
         if "command" not in run and image is None:
             self.fail("spec.run.command", "required when spec.run is set (or spec.run.image)")
-        command = self.string_list(run.get("command", []), "spec.run.command")
+        # `command` keeps the argv template either way: a host command, or an image's args
+        argv_field = "spec.run.args" if image is not None else "spec.run.command"
+        command = self.string_list(run.get("args" if image else "command", []), argv_field)
         if not command and image is None:
             self.fail("spec.run.command", "must not be empty")
         for i, arg in enumerate(command):
-            self.no_nul(arg, f"spec.run.command[{i}]")
-            self.placeholders_known(arg, f"spec.run.command[{i}]")
+            self.no_nul(arg, f"{argv_field}[{i}]")
+            self.placeholders_known(arg, f"{argv_field}[{i}]")
         env_raw = self.mapping(run.get("env"), "spec.run.env", None)
         env: dict[str, str] = {}
         for key, val in env_raw.items():
@@ -469,7 +485,7 @@ class _Validator:
         if ready is not None:
             ready_timeout = self.duration(ready, "spec.run.readyTimeout") or ready_timeout
         go_build = self.go_module(run.get("goBuild"))
-        uses_binary = [f"spec.run.command[{i}]" for i, a in enumerate(command) if "{binary}" in a]
+        uses_binary = [f"{argv_field}[{i}]" for i, a in enumerate(command) if "{binary}" in a]
         uses_binary += [f"spec.run.env.{k}" for k, v in env.items() if "{binary}" in v]
         if uses_binary and go_build is None:
             self.fail(uses_binary[0], "{binary} needs spec.run.goBuild (the Go module to build)")
@@ -527,7 +543,7 @@ class _Validator:
         if not pod:
             self.fail("spec.run.podEnvironment", "an image always runs as in a Pod; drop it")
         values = {"profile_dir": str(self.path.parent.resolve())}
-        fields = [(f"spec.run.command[{i}]", a) for i, a in enumerate(command)]
+        fields = [(f"spec.run.args[{i}]", a) for i, a in enumerate(command)]
         fields += [(f"spec.run.env.{_key(k)}", v) for k, v in env.items()]
         for where, text in fields:
             if "{kubeconfig}" in text:

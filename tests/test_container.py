@@ -55,7 +55,7 @@ def test_an_image_needs_no_command_and_no_executable_on_this_machine(tmp_path: P
     assert profile.run is not None
     assert (profile.run.image, profile.run.command) == ("example.com/vendor/dispatcher:v1.2", ())
     assert profile.shown_command() == "image example.com/vendor/dispatcher:v1.2"
-    with_args = load(tmp_path, command=["not-on-this-machine", "--ns={namespace}"])
+    with_args = load(tmp_path, args=["not-on-this-machine", "--ns={namespace}"])
     assert with_args.shown_command().endswith("args not-on-this-machine --ns={namespace}")
 
 
@@ -72,13 +72,14 @@ def test_the_built_in_image_profile_builds_the_go_example(tmp_path: Path) -> Non
         ({"image": "Has Spaces:v1"}, "spec.run.image", "not an image reference"),
         ({"image": ""}, "spec.run.image", "must not be blank"),
         ({"image": 3}, "spec.run.image", "must be a non-empty string"),
-        ({"command": ["x", "--kubeconfig={kubeconfig}"]}, "spec.run.command[1]", "no meaning"),
+        ({"args": ["x", "--kubeconfig={kubeconfig}"]}, "spec.run.args[1]", "no meaning"),
         ({"env": {"KUBECONFIG": "{kubeconfig}"}}, "spec.run.env.KUBECONFIG", "no meaning"),
         ({"env": {"C": "{profile_dir}/missing.yaml"}}, "spec.run.env.C", "must name a file"),
         ({"env": {"C": "{profile_dir}"}}, "spec.run.env.C", "must name a file"),
         ({"env": {"C": "--c={profile_dir}/settings.yaml"}}, "spec.run.env.C", "must start"),
         ({"podEnvironment": False}, "spec.run.podEnvironment", "always runs as in a Pod"),
-        ({"command": ["{binary}"]}, "spec.run.command[0]", "needs spec.run.goBuild"),
+        ({"args": ["{binary}"]}, "spec.run.args[0]", "needs spec.run.goBuild"),
+        ({"command": ["/dispatcher"]}, "spec.run.command", "give its arguments as spec.run.args"),
     ],
 )
 def test_bad_image_fields_are_one_line_naming_the_field(
@@ -94,6 +95,10 @@ def test_without_an_image_the_command_is_still_required(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(UserError, match=r"spec\.run\.command: required"):
         load_profile(path)
+    doc["spec"]["run"]["args"] = ["--v=2"]
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(UserError, match=r"spec\.run\.args: goes with spec\.run\.image"):
+        load_profile(path)
 
 
 # ------------------------------------------------------------------ the plan
@@ -104,7 +109,7 @@ def test_files_next_to_the_profile_are_mounted_and_values_point_there(tmp_path: 
     (tmp_path / "conf" / "settings.yaml").write_text("other\n")
     profile = load(
         tmp_path,
-        command=["--config={namespace}", "{profile_dir}/settings.yaml"],
+        args=["--config={namespace}", "{profile_dir}/settings.yaml"],
         env={
             "A": "{profile_dir}/settings.yaml",
             "B": "{profile_dir}/conf/settings.yaml",
@@ -161,7 +166,7 @@ def test_a_deployment_per_replica_with_its_own_service_account(tmp_path: Path) -
 
 
 def test_a_deployment_without_files_mounts_nothing_and_passes_args(tmp_path: Path) -> None:
-    profile = load(tmp_path, command=["--leader-elect"], env={"POD_NAME": "fixed"})
+    profile = load(tmp_path, args=["--leader-elect"], env={"POD_NAME": "fixed"})
     doc = container.deployment(container.plan(profile, "ns"), 0, "ns", {})
     pod = doc["spec"]["template"]["spec"]
     [box] = pod["containers"]
@@ -177,7 +182,7 @@ def test_a_local_container_sees_what_a_pod_sees(tmp_path: Path) -> None:
     sa.mkdir()
     creds = Credentials(tmp_path / "kc", sa, "https://127.0.0.1:6443")
     profile = load(
-        tmp_path, command=["--v=2"], env={"DISPATCHER_CONFIG": "{profile_dir}/settings.yaml"}
+        tmp_path, args=["--v=2"], env={"DISPATCHER_CONFIG": "{profile_dir}/settings.yaml"}
     )
     opts = container.container_options(
         container.plan(profile, "kueue-system"), creds, 0, "mkdc-r1-dispatcher-0", {"run": "r1"}
