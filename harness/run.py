@@ -190,6 +190,7 @@ def run(opts: Options) -> int:
             try:
                 runner, users = _start_dispatcher(profile, env, run_id, stack, image)
             except StartFailure as exc:
+                _provider_logs(provider)
                 raise _start_failure_report(exc, profile, env, report_dir, started) from None
         handlers = _control_handlers(provider, runner)
         server = control.Server(env.run_dir, handlers)
@@ -247,6 +248,7 @@ def run(opts: Options) -> int:
         if summary["failed"] or summary["undecided"]:
             if runner is not None:
                 runner.save_logs()
+            _provider_logs(provider)
             _collect_logs(env, report_dir)
         report.write_all(report_dir)
         reporter.end(
@@ -546,6 +548,16 @@ def _environment(
 def _test_name(scenario: str) -> str:
     """A scenario's name without its random suffix (the test it ran for)."""
     return scenario.rsplit("-", 1)[0]
+
+
+def _provider_logs(provider: Any) -> None:
+    """Logs a provider keeps outside the run directory (kind: Kueue in its pods) put there."""
+    save = getattr(provider, "save_logs", None)
+    if save is not None:
+        try:
+            save()
+        except (OSError, UserError) as exc:  # evidence is best effort: the verdict stands
+            log(f"could not save the provider's logs: {exc}")
 
 
 def _collect_logs(env: Environment, report_dir: Path) -> Path:

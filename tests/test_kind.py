@@ -617,3 +617,17 @@ def test_ci_runs_get_names_of_their_own_and_dev_keeps_the_shared_ones():
     first, second = KindProvider(V), KindProvider(V)
     assert first.prefix.startswith("mkdc-") and first.prefix != second.prefix
     assert KindProvider(V, mode="dev").prefix == "mkdc"
+
+
+def test_kueue_logs_are_saved_into_the_run_directory_for_the_artifacts(manifests):
+    runner = FakeRunner(fail={"logs deployment/kueue-controller-manager": 1})
+    p = make(manifests, runner, workers=1)
+    env = p.up()
+    p.save_logs()
+    logs = sorted(path.name for path in (env.run_dir / "logs").glob("*.log"))
+    assert logs == ["manager-kueue.log", "worker1-kueue.log"]
+    texts = [(env.run_dir / "logs" / name).read_text() for name in logs]
+    assert texts[0].startswith("kubectl logs failed: error: logs deployment")  # said, not raised
+    asked = [line for line in runner.lines() if " logs " in f" {line} "]
+    assert all("-n kueue-system logs deployment/kueue-controller-manager" in a for a in asked)
+    p.down()

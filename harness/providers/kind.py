@@ -517,6 +517,21 @@ class KindProvider:
             names = ", ".join(failed)
             raise UserError(f"could not delete kind cluster(s) {names}: use `kind delete cluster`")
 
+    def save_logs(self) -> None:
+        """Each cluster's Kueue log into the run directory's logs/, where a failed run's
+        artifacts are copied from (Kueue runs in a pod here, not as a process of ours)."""
+        if self.run_dir is None:
+            return
+        logs = self.run_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        for c in self.plan_clusters(self.run_dir):
+            if c.kind_name not in self.created and self.mode == "ci":
+                continue
+            args = ("-n", NS, "logs", f"deployment/{KUEUE_DEPLOYMENT}", "--tail=-1")
+            r = self.runner(Cmd(kubectl(c, *args)))
+            text = r.stdout if r.returncode == 0 else f"kubectl logs failed: {_last_line(r)}\n"
+            (logs / f"{c.name}-kueue.log").write_text(text)
+
     def _delete_argv(self, kind_name: str) -> list[str]:
         """`kind delete cluster` by the kind binary's full path: a later `mkdc down` may
         run without the cached kind on its PATH."""
