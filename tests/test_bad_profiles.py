@@ -25,57 +25,28 @@ from harness.profile import (
 )
 from tests.bad_input import ACCEPTED, budget, expect_one_line, forbid_side_effects, run_cli
 from tests.bad_input import sandbox as make_sandbox
+from tests.test_profile import VALID
 
-# Every field of the contract, set to a valid value.
-FULL: dict[str, Any] = {
-    "apiVersion": "mkdc/v1alpha1",
-    "kind": "DispatcherProfile",
-    "metadata": {"name": "vendor"},
-    "spec": {
-        "dispatcherName": "example.com/vendor",
-        "implementation": {"organization": "Example", "version": "1.2.3"},
-        "kueue": {"multiKueue": {"workerLostTimeout": "1m"}, "featureGates": {"X": True}},
-        "nominationWrites": "merge-patch",
-        "run": {
-            "command": ["python", "-m", "vendor", "--kubeconfig", "{kubeconfig}"],
-            "env": {"NS": "{namespace}", "PORT": 8080},
-            "replicas": 2,
-            "readyTimeout": "90s",
-            "podEnvironment": True,
-            "rbac": {
-                "clusterRules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
-                "namespaceRules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
-            },
-        },
-        "environment": {
-            "workerClusterQueue": "gpu-cq",
-            "resource": "nvidia.com/gpu",
-            "flavor": "gpu-flavor",
-            "workerKubeconfigSecret": "{cluster}-kubeconfig",
-            "priorityClasses": ["low", "high"],
-            "apiVersion": "v1beta1",
-            "clusters": ["east", "west"],
-            "clusterScope": "per-scenario",
-        },
-        "knobs": {
-            "clusterTimeoutAnnotation": "example.com/timeout",
-            "clusterTierLabel": "example.com/tier",
-        },
-        "claims": {
-            "stepSize": 1,
-            "roundTimeout": "1m30s",
-            "maxConcurrentProvisioning": 1,
-            "ordering": "tiers",
-            "features": [
-                "BoundedFanOut",
-                "Escalation",
-                "Ordering",
-                "PerClusterTimeout",
-                "HighAvailability",
-            ],
-        },
+# Every field of the contract, set to a valid value: test_profile's valid profile and the
+# fields it leaves out.
+FULL: dict[str, Any] = copy.deepcopy(VALID)
+FULL["spec"]["run"].update(
+    podEnvironment=True,
+    rbac={
+        "clusterRules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
+        "namespaceRules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
     },
-}
+)
+FULL["spec"]["environment"].update(
+    flavor="gpu-flavor", clusters=["east", "west"], clusterScope="per-scenario"
+)
+FULL["spec"]["claims"]["features"] = [
+    "BoundedFanOut",
+    "Escalation",
+    "Ordering",
+    "PerClusterTimeout",
+    "HighAvailability",
+]
 REAL = sorted(PROFILES_DIR.glob("*.yaml"))
 
 # --- values ----------------------------------------------------------------------------
