@@ -8,7 +8,7 @@ PROVIDER ?= local
 REPORT_DIR ?= reports/$(PROFILE)
 GO_EXAMPLE := dispatchers/example-go
 
-.PHONY: setup bins doctor test unit e2e lint bench-up bench-dispatcher compare selftest clean
+.PHONY: setup bins doctor test unit e2e lint bench bench-up compare selftest clean
 
 setup: $(VENV)/.installed
 
@@ -34,15 +34,21 @@ lint: setup
 unit: setup
 	$(BIN)/pytest tests -m "not e2e" -q
 
-# Unit tests (the Go example's, then Python's), then the quick e2e subset against
-# real local clusters, then a few faulty dispatchers that the suite must reject.
+# The Go example's unit tests, then in one parallel pytest run: Python's unit tests, the
+# e2e tests against real clusters and a few faulty dispatchers the suite must reject (the
+# e2e tests mostly wait on clusters, so TEST_JOBS of them share the 2 cores well).
+TEST_JOBS ?= 4
 test: bins lint
 	cd $(GO_EXAMPLE) && go test ./...
-	$(BIN)/pytest tests -m "not slow" -q -rfE
-	$(BIN)/python -m suites.selftest --quick
+	$(BIN)/pytest tests -m "not slow" -q -rfE -n $(TEST_JOBS) --dist worksteal
 
 e2e: bins
 	$(MKDC) run --profile $(PROFILE) --provider $(PROVIDER) --report-dir $(REPORT_DIR)
+
+# Every benchmark (about an hour): figures into benchmarks/figures.json, the README's
+# tables regenerated from it.
+bench: bins
+	$(BIN)/python -m harness.tools.bench run
 
 bench-up: bins
 	$(BIN)/python -m harness.tools.bench_up
@@ -54,8 +60,9 @@ compare: bins
 	$(BIN)/python -m harness.report.compare $(addprefix reports/,$(COMPARE_PROFILES))
 
 # Every faulty dispatcher must be rejected with the expected check IDs.
+SELFTEST_JOBS ?= 3
 selftest: bins
-	$(BIN)/python -m suites.selftest
+	$(BIN)/python -m suites.selftest --jobs $(SELFTEST_JOBS)
 
 clean:
 	-$(MKDC) down

@@ -46,6 +46,9 @@ def die_with_parent(parent: int | None = None) -> None:
 
 
 _HANDED_OUT: set[int] = set()
+# machine-wide claims on handed-out ports: port -> (abstract socket, when claimed)
+_CLAIMS: dict[int, tuple[socket.socket, float]] = {}
+CLAIM_SECONDS = 300.0  # longer than any server of an environment takes to bind its port
 
 
 def free_port() -> int:
@@ -54,15 +57,40 @@ def free_port() -> int:
     Why not port 0: the OS then picks from the ephemeral range, which every outgoing
     connection of every process also draws from, so between this call and the server's
     bind a client socket can take the port ("address already in use" at start). Ports
-    handed out by this process are never handed out again.
+    handed out by this process are never handed out again, and a port another process
+    of this project handed out in the last minutes is not handed out here (two runs, or
+    parallel tests, on one machine: a server binds its port only seconds after the pick).
     """
     low = _ephemeral_low()
+    _release_old_claims()
     for _ in range(1000):
         port = random.randrange(10000, low)
-        if port not in _HANDED_OUT and not port_in_use(port):
+        if port not in _HANDED_OUT and not port_in_use(port) and _claim(port):
             _HANDED_OUT.add(port)
             return port
     raise OSError(f"no free port on 127.0.0.1 between 10000 and {low}")
+
+
+def _claim(port: int) -> bool:
+    """Bind the abstract Unix socket named after the port: exclusive machine-wide (per
+    network namespace), and gone with this process, so a crash leaves no claim behind."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(f"\0mkdc-port-{port}")
+    except OSError:
+        sock.close()
+        return False
+    _CLAIMS[port] = (sock, time.monotonic())
+    return True
+
+
+def _release_old_claims() -> None:
+    """Claims are held only while a server may still be on its way to its port."""
+    now = time.monotonic()
+    for port, (sock, since) in list(_CLAIMS.items()):
+        if now - since > CLAIM_SECONDS:
+            sock.close()
+            del _CLAIMS[port]
 
 
 def _ephemeral_low() -> int:

@@ -162,6 +162,16 @@ def expect_one_line(
     return line
 
 
+def tally() -> dict[str, dict[str, int]]:
+    """This process's counts, as plain data (a parallel worker sends them to its controller)."""
+    return {"tried": dict(TRIED), "accepted": dict(ACCEPTED)}
+
+
+def add_tally(counts: dict[str, dict[str, int]]) -> None:
+    TRIED.update(counts.get("tried") or {})
+    ACCEPTED.update(counts.get("accepted") or {})
+
+
 def summary() -> list[str]:
     """What pytest prints at the end: how many bad inputs were tried, by category."""
     if not TRIED:

@@ -28,6 +28,22 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a parallel run's worker: hand this worker's tally of bad inputs to the controller."""
+    from tests import bad_input
+
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["badInput"] = bad_input.tally()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """In a parallel run's controller: add up what each worker tried."""
+    from tests import bad_input
+
+    bad_input.add_tally(getattr(node, "workeroutput", {}).get("badInput") or {})
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     from tests import bad_input
 

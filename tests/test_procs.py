@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import random
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -140,3 +143,29 @@ def test_a_child_hears_sigint_even_when_the_harness_was_started_ignoring_it(tmp_
         signal.signal(signal.SIGINT, previous)
     ignored = int((tmp_path / "out.log").read_text().split()[-1], 16)
     assert not ignored & (1 << (signal.SIGINT - 1))
+
+
+def test_a_port_another_process_handed_out_is_not_handed_out_here(monkeypatch):
+    """Parallel runs on one machine: each process picks ports at random, so without a
+    machine-wide claim two could pick the same one before either server binds it."""
+    code = "import sys; from harness import procs; print(procs.free_port(), flush=True); input()"
+    other = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert other.stdin and other.stdout
+    randrange = random.Random().randrange
+    try:
+        taken = int(other.stdout.readline())
+        first_taken(monkeypatch, taken, randrange)
+        assert procs.free_port() != taken
+    finally:
+        other.stdin.close()
+        other.wait()
+    first_taken(monkeypatch, taken, randrange)
+    assert procs.free_port() == taken  # the claim went with the process that made it
+
+
+def first_taken(monkeypatch: pytest.MonkeyPatch, port: int, randrange) -> None:
+    """The next random pick is `port`, then picks are random again."""
+    picks = iter([port])
+    monkeypatch.setattr(procs.random, "randrange", lambda *a: next(picks, None) or randrange(*a))

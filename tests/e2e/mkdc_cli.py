@@ -25,14 +25,18 @@ def mkdc_run(
 
 
 def mkdc_start(
-    profile: str | Path, report_dir: Path, *args: str, output: Path
+    profile: str | Path,
+    report_dir: Path,
+    *args: str,
+    output: Path,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """`mkdc run` started and not waited for (to be signalled); its stdout and stderr go
     to the file `output`."""
     argv = [sys.executable, "-m", "harness.cli", "run", "--profile", str(profile)]
     argv += ["--report-dir", str(report_dir), *args]
     with output.open("wb") as out:
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
 def report_of(report_dir: Path) -> dict[str, Any]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -91,8 +93,12 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
     selected_versions, tmp_path: Path
 ) -> None:
     report_dir, output = tmp_path / "report", tmp_path / "mkdc-run.log"
+    # a temporary directory of its own: any other mkdc on the machine removes a dead run's
+    # directory it finds in its own, which is the point, but not of this test
+    own_tmp = Path(tempfile.mkdtemp(prefix="mkdc-k-"))
+    env = {**os.environ, "TMPDIR": str(own_tmp)}
     run = mkdc_start(
-        "reference", report_dir, "--checks", "CORE-01", "--workers", "3", output=output
+        "reference", report_dir, "--checks", "CORE-01", "--workers", "3", output=output, env=env
     )
     try:
         scenario_started(report_dir, run, output)
@@ -116,7 +122,7 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
         assert run_dir.exists()  # nothing of the run could remove it
         down = subprocess.run(
             [sys.executable, "-m", "harness.cli", "down"],
-            env={**os.environ, "MKDC_CACHE_DIR": str(tmp_path / "cache")},  # no `mkdc up` here
+            env={**env, "MKDC_CACHE_DIR": str(tmp_path / "cache")},  # no `mkdc up` here
             capture_output=True,
             text=True,
             timeout=60,
@@ -132,3 +138,4 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
     finally:
         run.kill()
         run.wait()
+        shutil.rmtree(own_tmp, ignore_errors=True)
