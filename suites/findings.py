@@ -202,7 +202,9 @@ def nomination_list_too_long(run: Run) -> Finding | None:
     refused = [e for _, e in hits if int(e.data.get("code") or 0) in (400, 422)]
     if refused:
         codes = Counter(int(e.data.get("code") or 0) for e in refused)
-        message = _NAME_IN_MESSAGE.sub(r'\1 "…"', str(refused[0].data.get("message") or ""))
+        message = str(refused[0].data.get("message") or "")
+        said = _NAMES_ERROR.search(message)  # the apiserver adds boilerplate after it
+        message = said.group() if said else _NAME_IN_MESSAGE.sub(r'\1 "…"', message)
         detail += (
             f"The apiserver refused {len(refused)} of them for too many names "
             f"({', '.join(f'{code} x{n}' for code, n in sorted(codes.items()))}"
@@ -374,6 +376,7 @@ def _distinct(times: list[float], within: float = 0.05) -> int:
 
 
 _NAME_IN_MESSAGE = re.compile(r'(?i)(workloads?(?:\.kueue\.x-k8s\.io)?) "[^"]+"')
+_NAMES_ERROR = re.compile(r"status\.nominatedClusterNames: [^,\]]+")
 
 
 def writes_refused(run: Run) -> Finding | None:

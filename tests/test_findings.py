@@ -166,9 +166,11 @@ def test_writes_refused_with_the_message_and_repeated_conflicts() -> None:
 
 def test_a_write_refused_for_too_many_names_says_so_and_nothing_else() -> None:
     padded = ["sc-w1", *(f"no-such-{i}" for i in range(20))]
-    invalid = (
-        'Workload.kueue.x-k8s.io "job-x-1" is invalid: status.nominatedClusterNames: '
-        "Too many: 21: must have at most 20 items"
+    invalid = (  # as the apiserver said it
+        'Workload.kueue.x-k8s.io "job-x-1" is invalid: [status.nominatedClusterNames: '
+        "Too many: 21: must have at most 20 items, <nil>: Invalid value: null: some "
+        "validation rules were not checked because the object was invalid; correct the "
+        "existing errors to complete validation]"
     )
     story = (
         Story("sc/wl")
@@ -191,8 +193,11 @@ def test_a_write_refused_for_too_many_names_says_so_and_nothing_else() -> None:
     assert finding.id == "nomination-list-too-long" and finding.checks == ("CORE-02",)
     assert "asked for up to 21 cluster names" in finding.detail
     assert "allows at most 20" in finding.detail
-    assert "refused 1 of them for too many names (422 x1: " in finding.detail
-    assert 'Workload.kueue.x-k8s.io "…" is invalid' in finding.detail
+    assert (
+        "refused 1 of them for too many names (422 x1: status.nominatedClusterNames: "
+        "Too many: 21: must have at most 20 items)" in finding.detail
+    )
+    assert "<nil>" not in finding.detail and "job-x-1" not in finding.detail
     assert "Never write more than 20 names" in finding.detail
 
 
