@@ -234,8 +234,16 @@ def at(t: float) -> str:
     return f"t={t:.1f}s"
 
 
+SHOWN_NAMES = 8  # a message lists this many names, then counts the rest
+
+
 def joined(items: Iterable[Hashable]) -> str:
-    return ",".join(str(i) for i in items) or "-"
+    """Names for a message: all of a few, the first SHOWN_NAMES of many (twenty workers'
+    cluster names would drown the rest of the message)."""
+    listed = [str(i) for i in items]
+    more = len(listed) - SHOWN_NAMES
+    text = ",".join(listed[:SHOWN_NAMES]) + (f" (and {more} more)" if more > 0 else "")
+    return text or "-"
 
 
 def not_judged(end: float, deadline: float, what: str) -> Verdict:
