@@ -21,6 +21,7 @@ DEFAULT_FLAVOR = "default-flavor"
 DEFAULT_QUOTA = {"cpu": "1000", "memory": "4000Gi"}
 WORKER_QUOTA = {"cpu": "16", "memory": "64Gi"}
 SECRET_PATTERN = "multikueue-{cluster}"
+ACTIVE_PER_CLUSTER = 3.0  # seconds more, per MultiKueueCluster, to wait for them to be Active
 
 
 def namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -140,13 +141,21 @@ def register_workers(env: Environment, pattern: str = SECRET_PATTERN) -> None:
         kube.apply(env.manager.dyn, multikueue_cluster(worker.name, secret))
 
 
+def active_timeout(clusters: int, floor: float = 60.0) -> float:
+    """How long to wait for `clusters` MultiKueueClusters to be Active: Kueue connects to
+    each worker and starts its watches there, so the wait grows with their number."""
+    return floor + ACTIVE_PER_CLUSTER * clusters
+
+
 def wire(
     env: Environment,
     name: str = DEFAULT_NAME,
-    timeout: float = 90,
+    timeout: float | None = None,
     secret_pattern: str = SECRET_PATTERN,
 ) -> None:
     """Default wiring: every worker in one MultiKueueConfig behind one LocalQueue."""
+    if timeout is None:
+        timeout = active_timeout(len(env.workers), floor=90.0)
     register_workers(env, secret_pattern)
     check = f"{name}-multikueue"
     manager_docs = [

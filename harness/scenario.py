@@ -211,7 +211,8 @@ class Scenario:
         )
         self._create(self.manager, multikueue.local_queue(self.name, self.ns, self.name))
         if wait_active:
-            multikueue.wait_active(self.manager, self.order, [self.name], timeout=60)
+            active = multikueue.active_timeout(len(self.order))
+            multikueue.wait_active(self.manager, self.order, [self.name], timeout=active)
             multikueue.wait_queue_active(self.manager, self.name, self.ns, timeout=60)
         return self
 
@@ -291,7 +292,7 @@ class Scenario:
             self._multikueue_cluster(name, worker, 0, None)
             self.decoys[name] = worker
             made.append(name)
-        multikueue.wait_active(self.manager, made, [], timeout=60)
+        multikueue.wait_active(self.manager, made, [], timeout=multikueue.active_timeout(len(made)))
         self.mark("decoys", clusters=made)
         return made
 
@@ -731,7 +732,8 @@ def create_shared_scope(env: Environment, shape: Shape, run_id: str) -> None:
     ]
     for doc in docs:
         kube.apply(env.manager.dyn, inventory.label(doc, run_id))
-    multikueue.wait_active(env.manager, names, [SHARED_SCOPE], timeout=90)
+    timeout = multikueue.active_timeout(len(names), floor=90.0)
+    multikueue.wait_active(env.manager, names, [SHARED_SCOPE], timeout=timeout)
 
 
 def workload_priority_class(name: str, value: int) -> dict[str, Any]:

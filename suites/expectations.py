@@ -36,7 +36,6 @@ def bounds(sc: Scenario, **facts: Any) -> Bounds:
         cluster_timeouts=sc.timeouts,
         tiers=sc.tiers,
         dispatcher_users=sc.ctx.dispatcher_users,
-        max_nominations=20,
     )
     return derived.with_scenario(**facts) if facts else derived
 

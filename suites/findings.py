@@ -20,7 +20,7 @@ from typing import Any
 from harness.recording.timeline import Event, Kind, Timeline
 from harness.report import Finding
 from harness.session import Result
-from suites.checks import CATALOGUE, Bounds, created_at, first_placement, names
+from suites.checks import CATALOGUE, MAX_NOMINATIONS, Bounds, created_at, first_placement, names
 
 NEVER_NOMINATED_AFTER = 30.0  # seconds pending with no nomination before it counts
 QUIET_AFTER = 30.0  # seconds of dispatcher silence (at least) that count as stopped
@@ -124,11 +124,22 @@ class Run:
         )
 
 
+def _too_long(e: Event) -> bool:
+    """A write or nomination of more names than the API allows."""
+    return len(names(e)) > MAX_NOMINATIONS
+
+
+def _refused(e: Event) -> bool:
+    return e.kind is Kind.WRITE and int(e.data.get("code") or 0) >= 400
+
+
 # ------------------------------------------------------------------------------ detectors
 
 
 def nominated_outside_config(run: Run) -> Finding | None:
-    """Names nominated (or asked for in a refused write) that no config of the workload had."""
+    """Names nominated (or asked for in a refused write) that no config of the workload had.
+    A write refused for its length is nomination_list_too_long's: the API judged its size,
+    not its names."""
     hits: list[tuple[View, list[str], list[str]]] = []  # view, config, outside names
     workloads: set[str] = set()
     for v in run.views:
@@ -137,6 +148,8 @@ def nominated_outside_config(run: Run) -> Finding | None:
             if e.kind is Kind.CONFIG_CHANGED:
                 allowed += [c for c in e.data.get("clusters") or [] if c not in allowed]
             elif e.kind is Kind.NOMINATION or (e.kind is Kind.WRITE and "names" in e.data):
+                if _refused(e) and _too_long(e):
+                    continue
                 bad = [n for n in names(e) if n not in allowed and n not in outside]
                 outside += bad
                 workloads.update([e.workload] if bad else [])
@@ -164,6 +177,48 @@ def nominated_outside_config(run: Run) -> Finding | None:
     )
     title = "Nominated clusters that are in no MultiKueueConfig of the workload"
     return run.finding("nominated-outside-config", title, detail, [h[0] for h in hits], ["CORE-01"])
+
+
+def nomination_list_too_long(run: Run) -> Finding | None:
+    """Writes of more names than .status.nominatedClusterNames allows (nominations that
+    long where no audit log shows the writes): the API refuses such a write, so the
+    workload gets nothing from it."""
+    hits: list[tuple[View, Event]] = []
+    for v in run.views:
+        long = [e for e in run.writes(v.timeline) if _too_long(e)]
+        if not v.timeline.where(Kind.WRITE):
+            long = [e for e in v.timeline.where(Kind.NOMINATION) if _too_long(e)]
+        hits += [(v, e) for e in long]
+    if not hits:
+        return None
+    where = list({v.name: v for v, _ in hits}.values())
+    workloads = {e.workload for _, e in hits}
+    detail = (
+        f"{len(hits)} write(s) of .status.nominatedClusterNames for {len(workloads)} "
+        f"workload(s) in {len(where)} scenario(s) asked for up to "
+        f"{max(len(names(e)) for _, e in hits)} cluster names; the API allows at most "
+        f"{MAX_NOMINATIONS} (maxItems in Kueue's Workload CRD). "
+    )
+    refused = [e for _, e in hits if int(e.data.get("code") or 0) in (400, 422)]
+    if refused:
+        codes = Counter(int(e.data.get("code") or 0) for e in refused)
+        message = str(refused[0].data.get("message") or "")
+        said = _NAMES_ERROR.search(message)  # the apiserver adds boilerplate after it
+        message = said.group() if said else _NAME_IN_MESSAGE.sub(r'\1 "…"', message)
+        detail += (
+            f"The apiserver refused {len(refused)} of them for too many names "
+            f"({', '.join(f'{code} x{n}' for code, n in sorted(codes.items()))}"
+            f"{': ' + message if message else ''}): those workloads got no nomination from "
+            "them. "
+        )
+    detail += (
+        f"Never write more than {MAX_NOMINATIONS} names: nominate in rounds (escalate to "
+        "the next clusters when a round times out), and when a config lists more than "
+        f"{MAX_NOMINATIONS} clusters, nominate at most the first {MAX_NOMINATIONS} in the "
+        "preferred order at once."
+    )
+    title = f"Nomination lists longer than the API allows (at most {MAX_NOMINATIONS} names)"
+    return run.finding("nomination-list-too-long", title, detail, where, ["CORE-02"])
 
 
 def never_nominated(run: Run) -> Finding | None:
@@ -321,11 +376,13 @@ def _distinct(times: list[float], within: float = 0.05) -> int:
 
 
 _NAME_IN_MESSAGE = re.compile(r'(?i)(workloads?(?:\.kueue\.x-k8s\.io)?) "[^"]+"')
+_NAMES_ERROR = re.compile(r"status\.nominatedClusterNames: [^,\]]+")
 
 
 def writes_refused(run: Run) -> Finding | None:
     """Writes refused as invalid (422, 400), denied by a webhook (403 "admission webhook"),
-    or conflicting (409) far more often than a re-read-and-retry explains."""
+    or conflicting (409) far more often than a re-read-and-retry explains. A write refused
+    for too many names is nomination_list_too_long's."""
     refused: Counter[tuple[int, str]] = Counter()
     where: dict[str, View] = {}
     for v in run.views:
@@ -334,6 +391,8 @@ def writes_refused(run: Run) -> Finding | None:
             code, message = int(e.data.get("code") or 0), str(e.data.get("message") or "")
             if code == 409:
                 conflicts[e.workload] += 1
+            elif _too_long(e):
+                continue
             elif code in (400, 422) or (code == 403 and "admission webhook" in message):
                 refused[(code, _NAME_IN_MESSAGE.sub(r'\1 "…"', message) or "no message")] += 1
                 where.setdefault(v.name, v)
@@ -464,6 +523,7 @@ def _last(tl: Timeline) -> float:
 
 DETECTORS: tuple[Callable[[Run], Finding | None], ...] = (
     nominated_outside_config,
+    nomination_list_too_long,
     ignored_new_clusters,
     never_nominated,
     api_forbidden,

@@ -83,6 +83,7 @@ EXPECTED: dict[str, Expectation] = dict(
         _e("outside-config", ["CORE-01"], "CORE-03"),
         _e("config-blind", ["CORE-01"], "CORE-03"),
         _e("duplicate-names", ["CORE-02"], "CORE-03"),
+        _e("too-many-names", ["CORE-02"], "CORE-03"),
         _e("writes-after-placement", ["CORE-03"], "CORE-08"),
         _e("ignores-eviction", ["CORE-06"], "CORE-03"),
         _e("ignores-config-change", ["CORE-07"], "CORE-03"),

@@ -8,9 +8,10 @@ import threading
 from typing import Any
 
 import pytest
+from kubernetes.client.rest import ApiException
 
 from dispatchers.faulty.__main__ import factory, main, split_fault
-from dispatchers.faulty.faults import FAULTS, OUTSIDE, IgnoresLeader
+from dispatchers.faulty.faults import FAULTS, MISSING, OUTSIDE, IgnoresLeader, TrimsWhenRefused
 from dispatchers.reference.controller import Controller, plan
 from dispatchers.reference.metrics import Metrics
 from dispatchers.reference.settings import Settings
@@ -73,6 +74,55 @@ def test_config_blind_tries_every_cluster_by_name_and_ignores_tiers() -> None:
 
 def test_duplicate_names_repeats_the_first_nominee() -> None:
     assert decide("duplicate-names", NOW, workload()) == ["w1", "w1"]
+
+
+def test_too_many_names_pads_the_list_past_the_api_maximum() -> None:
+    names = decide("too-many-names", NOW, workload())
+    assert len(names) == 21 and names[0] == "w1" and len(set(names)) == 21
+    assert all(n.startswith(MISSING) for n in names[1:])
+
+
+class RefusingKube:
+    """Accepts the annotation; refuses a status write of more than 20 names, as the
+    Workload CRD's maxItems does."""
+
+    def __init__(self, wl: dict[str, Any]) -> None:
+        self.wl = copy.deepcopy(wl)
+        self.written: list[list[str]] = []
+
+    def patch_workload(self, ns: str, name: str, body: dict[str, Any], manager: str):
+        self.wl["metadata"]["annotations"].update(body["metadata"]["annotations"])
+        return copy.deepcopy(self.wl)
+
+    def patch_workload_status(self, ns: str, name: str, ctype: str, body, params):
+        names = body["status"]["nominatedClusterNames"]
+        self.written.append(names)
+        if len(names) > 20:
+            raise ApiException(status=422, reason="Too many: 21: must have at most 20 items")
+        self.wl["status"]["nominatedClusterNames"] = names
+        return copy.deepcopy(self.wl)
+
+    def event(self, wl: Any, reason: str, message: str, component: str) -> None:
+        pass
+
+
+def test_too_many_names_nominates_as_the_reference_once_refused() -> None:
+    wl = workload()
+    kube = RefusingKube(wl)
+    fault = FAULTS["too-many-names"]
+    assert fault.controller is TrimsWhenRefused
+    kube_: Any = kube
+    stop = threading.Event()
+    ctl = fault.controller(S, kube_, Metrics(), None, stop, lambda: NOW, fault.planner())
+    for plural, objs in snapshot().items():
+        ctl.informers[plural].cache = copy.deepcopy(objs)
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(wl)
+    with pytest.raises(ApiException):
+        ctl.reconcile("ns/job-a")
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    ctl.reconcile("ns/job-a")  # the retry after the refusal
+    assert [len(names) for names in kube.written] == [21, 1]
+    assert kube.wl["status"]["nominatedClusterNames"] == reference(NOW, wl) == ["w1"]
 
 
 def test_writes_after_placement_rewrites_once_after_a_delay() -> None:

@@ -164,6 +164,49 @@ def test_writes_refused_with_the_message_and_repeated_conflicts() -> None:
     assert "409 x6: sc/wl: 6 conflicts" in finding.detail and "stale copy" in finding.detail
 
 
+def test_a_write_refused_for_too_many_names_says_so_and_nothing_else() -> None:
+    padded = ["sc-w1", *(f"no-such-{i}" for i in range(20))]
+    invalid = (  # as the apiserver said it
+        'Workload.kueue.x-k8s.io "job-x-1" is invalid: [status.nominatedClusterNames: '
+        "Too many: 21: must have at most 20 items, <nil>: Invalid value: null: some "
+        "validation rules were not checked because the object was invalid; correct the "
+        "existing errors to complete validation]"
+    )
+    story = (
+        Story("sc/wl")
+        .created(0)
+        .add(
+            0.4,
+            Kind.WRITE,
+            user=ME,
+            verb="patch",
+            subresource="status",
+            code=422,
+            message=invalid,
+            names=padded,
+        )  # fmt: skip
+        .write(0.8, ME, names=["sc-w1"])
+        .nominate(0.9, "sc-w1")
+        .place(5, "sc-w1")
+    )
+    (finding,) = detect([record(story, check="CORE-02", result="failed")], CLAIMS)
+    assert finding.id == "nomination-list-too-long" and finding.checks == ("CORE-02",)
+    assert "asked for up to 21 cluster names" in finding.detail
+    assert "allows at most 20" in finding.detail
+    assert (
+        "refused 1 of them for too many names (422 x1: status.nominatedClusterNames: "
+        "Too many: 21: must have at most 20 items)" in finding.detail
+    )
+    assert "<nil>" not in finding.detail and "job-x-1" not in finding.detail
+    assert "Never write more than 20 names" in finding.detail
+
+
+def test_a_nomination_list_of_twenty_is_within_the_limit() -> None:
+    twenty = [f"sc-w{i}" for i in range(1, 21)]
+    story = Story("sc/wl").created(0).write(0.4, ME, names=twenty).nominate(0.5, *twenty)
+    assert ids([record(story, config=twenty)]) == []
+
+
 def test_stopped_reconciling_after_the_last_request() -> None:
     story = conforming()
     story.add(20, Kind.WORKLOAD_CREATED, of="sc/late")  # nobody nominates it

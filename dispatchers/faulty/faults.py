@@ -21,9 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubernetes.client.rest import ApiException
+
 from dispatchers.reference import model, writes
 from dispatchers.reference.controller import Controller, Plan, Snapshot, plan
-from dispatchers.reference.policy import Decision, DispatchState, StateError
+from dispatchers.reference.policy import MAX_NOMINEES, Decision, DispatchState, StateError
 from dispatchers.reference.settings import MAX_STEP, Settings, parse_duration
 
 Obj = Mapping[str, Any]
@@ -32,6 +34,7 @@ Planner = Callable[..., Plan]  # plan(now, workload, snap, settings, last_cluste
 UNUSED = "faulty.mkdc.example/unused"  # a label/annotation key no object carries
 NEVER = 10 * 365 * 24 * 3600.0  # "never" escalate: ten years, in seconds
 OUTSIDE = "faulty-outside-config"  # nominated when no real cluster is outside the config
+MISSING = "faulty-no-such-cluster"  # padding names: no MultiKueueCluster has them
 LATER = 3600.0  # requeue for decisions that need no timer
 
 
@@ -147,6 +150,49 @@ def duplicate_names() -> Planner:
         return replace(p, decision=replace(p.decision, nominees=doubled))
 
     return planner
+
+
+def too_many_names() -> Planner:
+    """CORE-02: no cap on the list: a workload's first nomination is the reference's
+    nominees padded to 21 names (the API allows 20) with clusters that do not exist, as a
+    dispatcher nominating every cluster of a config of more than 20 would. The API refuses
+    that write (422); after the refusal it nominates as the reference does."""
+
+    def planner(now: float, wl: Obj, snap: Snapshot, s: Settings, last: str | None = None) -> Plan:
+        p = plan(now, wl, snap, s, last)
+        if p.decision is None or not p.decision.nominees:
+            return p
+        real = p.decision.nominees
+        padding = [f"{MISSING}-{i}" for i in range(1, MAX_NOMINEES + 2 - len(real))]
+        return replace(p, decision=replace(p.decision, nominees=[*real, *padding]))
+
+    return planner
+
+
+class TrimsWhenRefused(Controller):
+    """Plans a workload with its fault's planner until the API refuses a write of it as
+    invalid (422), then as the reference does (the list the API would have accepted)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.refused: set[str] = set()  # workload keys; one reconcile per key at a time
+        faulty = self.planner
+
+        def planner(
+            now: float, wl: Obj, snap: Snapshot, s: Settings, last: str | None = None
+        ) -> Plan:
+            chosen = plan if model.key_of(wl) in self.refused else faulty
+            return chosen(now, wl, snap, s, last)
+
+        self.planner = planner
+
+    def _reconcile(self, workload: Mapping[str, Any]) -> float | None:
+        try:
+            return super()._reconcile(workload)
+        except ApiException as err:
+            if err.status == 422:
+                self.refused.add(model.key_of(workload))
+            raise
 
 
 def writes_after_placement(delay: float = 2.0) -> Planner:
@@ -374,6 +420,8 @@ FAULTS: dict[str, Fault] = {
         Fault("config-blind", "tries every cluster by name, never reads the config",
               config_blind),
         Fault("duplicate-names", "nominates the same cluster twice", duplicate_names),
+        Fault("too-many-names", "nominates more names than the API allows", too_many_names,
+              controller=TrimsWhenRefused),
         Fault("writes-after-placement", "writes nominations after placement",
               writes_after_placement),
         Fault("ignores-eviction", "never re-dispatches an evicted workload", ignores_eviction),

@@ -271,6 +271,12 @@ def audit_events(
 # ------------------------------------------------------------------ the watcher
 
 
+def list_timeout(clusters: int) -> float:
+    """How long a recorder may take to list everything it watches: every cluster adds its
+    lists to the same process, so 30 s plus 2 s per cluster."""
+    return 30.0 + 2.0 * clusters
+
+
 @dataclass(frozen=True)
 class Watched:
     """One resource to watch on one cluster and how to read its changes."""
@@ -390,7 +396,10 @@ class Recorder:
 
     # ------------------------------------------------------------- lifecycle
 
-    def start(self, timeout: float = 30) -> Recorder:
+    def start(self, timeout: float | None = None) -> Recorder:
+        """Start every watch and wait until each has listed (default: list_timeout)."""
+        if timeout is None:
+            timeout = list_timeout(len(self.env.clusters))
         watches = self._watches()
         for w in watches:
             t = threading.Thread(

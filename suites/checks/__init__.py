@@ -58,12 +58,13 @@ from suites.checks.queries import (
     rounds,
 )
 from suites.checks.scenarios import Decider, deciders
-from suites.checks.verdict import DEFAULT_SLACKS, ORDERINGS, Bounds, Verdict
+from suites.checks.verdict import DEFAULT_SLACKS, MAX_NOMINATIONS, ORDERINGS, Bounds, Verdict
 
 __all__ = [
     "CATALOGUE",
     "DEFAULT_SLACKS",
     "INF",
+    "MAX_NOMINATIONS",
     "ORDERINGS",
     "Bounds",
     "Check",

@@ -13,6 +13,7 @@ from harness.durations import parse_duration
 from harness.errors import shown
 
 ORDERINGS = ("config", "alphabetical", "tiers", "none")
+MAX_NOMINATIONS = 20  # the API's maxItems of .status.nominatedClusterNames (Workload CRD)
 
 # Seconds. Named so the report can show the tolerances actually used.
 DEFAULT_SLACKS: dict[str, float] = {
@@ -81,7 +82,7 @@ class Bounds:
     expected_cluster: str | None = None
     foreign_workloads: frozenset[str] = frozenset()
     dispatcher_users: frozenset[str] = frozenset()
-    max_nominations: int = 10
+    max_nominations: int = MAX_NOMINATIONS
     observed_until: float | None = None
     placement_slack: float = DEFAULT_SLACKS["placement_slack"]
     escalation_slack: float = DEFAULT_SLACKS["escalation_slack"]
@@ -114,7 +115,7 @@ class Bounds:
         expected_cluster: str | None = None,
         foreign_workloads: Iterable[str] = (),
         dispatcher_users: Iterable[str] = (),
-        max_nominations: int = 10,
+        max_nominations: int = MAX_NOMINATIONS,
         observed_until: float | None = None,
     ) -> Bounds:
         """Bounds from profile `claims` (profile spelling) plus the scenario's facts.
@@ -233,8 +234,16 @@ def at(t: float) -> str:
     return f"t={t:.1f}s"
 
 
+SHOWN_NAMES = 8  # a message lists this many names, then counts the rest
+
+
 def joined(items: Iterable[Hashable]) -> str:
-    return ",".join(str(i) for i in items) or "-"
+    """Names for a message: all of a few, the first SHOWN_NAMES of many (twenty workers'
+    cluster names would drown the rest of the message)."""
+    listed = [str(i) for i in items]
+    more = len(listed) - SHOWN_NAMES
+    text = ",".join(listed[:SHOWN_NAMES]) + (f" (and {more} more)" if more > 0 else "")
+    return text or "-"
 
 
 def not_judged(end: float, deadline: float, what: str) -> Verdict:
