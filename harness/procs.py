@@ -18,6 +18,7 @@ import random
 import signal
 import socket
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -142,6 +143,8 @@ class Supervisor:
         self.log_dir.mkdir(mode=0o700, exist_ok=True)
         self.outlive_parent = outlive_parent
         self.procs: dict[str, Managed] = {}
+        # clusters start their processes from parallel threads: one writer of procs at a time
+        self._lock = threading.Lock()
 
     def start(
         self,
@@ -168,8 +171,9 @@ class Supervisor:
                 outlive_parent=self.outlive_parent,
             )
         managed = Managed(name, popen, log, layer)
-        self.procs[name] = managed
-        self._save()
+        with self._lock:
+            self.procs[name] = managed
+            self._save()
         return managed
 
     def check_alive(self, name: str) -> None:
@@ -182,13 +186,15 @@ class Supervisor:
             )
 
     def stop(self, name: str, *, sig: int = signal.SIGTERM, grace: float = 10.0) -> None:
-        proc = self.procs.pop(name, None)
+        with self._lock:
+            proc = self.procs.pop(name, None)
         if proc is None:
             return
         stop_group(proc.pgid, sig=sig, grace=grace)
         with contextlib.suppress(Exception):
             proc.popen.wait(timeout=1)
-        self._save()
+        with self._lock:
+            self._save()
 
     def kill(self, name: str) -> None:
         """SIGKILL at once: used by checks that simulate a crash."""
@@ -196,14 +202,18 @@ class Supervisor:
 
     def stop_all(self, grace: float = 10.0) -> None:
         """Stop clients before the servers they talk to; each layer's groups at once."""
-        stop_layers({p.pgid: p.layer for p in self.procs.values()}, grace=grace)
-        for proc in self.procs.values():
+        with self._lock:
+            procs = list(self.procs.values())
+        stop_layers({p.pgid: p.layer for p in procs}, grace=grace)
+        for proc in procs:
             with contextlib.suppress(Exception):
                 proc.popen.wait(timeout=1)
-        self.procs.clear()
-        self._save()
+        with self._lock:
+            self.procs.clear()
+            self._save()
 
     def _save(self) -> None:
+        """Under the lock: the groups, for `mkdc down` from another process."""
         state = {name: [p.pgid, p.layer] for name, p in self.procs.items()}
         (self.run_dir / STATE_FILE).write_text(json.dumps(state))
 

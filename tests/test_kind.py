@@ -631,3 +631,14 @@ def test_kueue_logs_are_saved_into_the_run_directory_for_the_artifacts(manifests
     asked = [line for line in runner.lines() if " logs " in f" {line} "]
     assert all("-n kueue-system logs deployment/kueue-controller-manager" in a for a in asked)
     p.down()
+
+
+def test_a_failed_kind_command_is_said_by_its_error_line_not_its_stack_trace():
+    out = (
+        "Creating cluster ...\n"
+        "ERROR: failed to create cluster: failed to init node with kubeadm: exit status 1\n"
+        "Command Output: I1202 kubeadm said a lot\n"
+        "Stack Trace:\ngoroutine 1 [running]:\n\truntime/asm_amd64.s:1771\n"
+    )
+    assert kind._last_line(Result(1, "", out)).startswith("ERROR: failed to create cluster:")
+    assert kind._last_line(Result(1, "", "one\ntwo\n")) == "two"

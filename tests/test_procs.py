@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -169,3 +171,21 @@ def first_taken(monkeypatch: pytest.MonkeyPatch, port: int, randrange) -> None:
     """The next random pick is `port`, then picks are random again."""
     picks = iter([port])
     monkeypatch.setattr(procs.random, "randrange", lambda *a: next(picks, None) or randrange(*a))
+
+
+def test_processes_started_from_many_threads_are_all_recorded(tmp_path, monkeypatch):
+    """A local environment starts each cluster's processes from its own thread: the record
+    of process groups must never be written while another thread adds to it."""
+
+    class Started:  # what Managed needs of a Popen, without a process
+        pid = os.getpid()
+
+        def poll(self) -> None:
+            return None
+
+    monkeypatch.setattr(procs, "spawn", lambda *a, **k: Started())
+    sup = procs.Supervisor(tmp_path)
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        list(pool.map(lambda i: sup.start(f"p{i}", ["/bin/true"]), range(3000)))
+    recorded = json.loads((tmp_path / procs.STATE_FILE).read_text())
+    assert set(recorded) == {f"p{i}" for i in range(3000)}

@@ -282,7 +282,7 @@ def create_cmd(c: KindCluster, config_path: Path) -> Cmd:
     """`kind create cluster`, writing its kubeconfig to the run dir, not ~/.kube/config."""
     kind_kubeconfig = c.run_dir / f"{c.name}.kind-kubeconfig"
     args = ["--name", c.kind_name, "--config", str(config_path)]
-    args += ["--kubeconfig", str(kind_kubeconfig), "--wait", "120s"]
+    args += ["--kubeconfig", str(kind_kubeconfig), "--wait", "300s"]  # a loaded machine
     return Cmd(("kind", "create", "cluster", *args))
 
 
@@ -750,5 +750,10 @@ def _show(argv: Sequence[str]) -> str:
 
 
 def _last_line(r: Result) -> str:
+    """What failed, in one line: kind's own `ERROR:` line when it printed one (its output
+    ends in a Go stack trace, whose last line says nothing), else the last line."""
     lines = (r.stderr or r.stdout).strip().splitlines()
+    errors = [line.strip() for line in lines if line.startswith("ERROR:")]
+    if errors:
+        return errors[0]
     return lines[-1].strip() if lines else f"exit status {r.returncode}"
