@@ -430,7 +430,7 @@ class Scenario:
 
     def _went_inactive(self, name: str, since: float) -> bool:
         return any(
-            e.data.get("cluster") == name and not e.data.get("active") and e.t >= since
+            e.about_cluster == name and not e.cluster_active and e.t >= since
             for e in self.timeline().where(Kind.CLUSTER_ACTIVE)
         )
 
@@ -564,9 +564,9 @@ class Scenario:
 
     def _mine(self, e: Event) -> bool:
         if e.kind == Kind.CLUSTER_ACTIVE:
-            return e.data.get("cluster") in self.members or e.data.get("cluster") in self.decoys
+            return e.about_cluster in self.members or e.about_cluster in self.decoys
         if e.kind == Kind.CONFIG_CHANGED:
-            return e.data.get("config") == self.name
+            return e.config == self.name
         if e.kind == Kind.ACTION:
             return e.data.get("scenario") in (None, self.name)
         # the dispatcher serves every scenario
@@ -589,12 +589,10 @@ class Scenario:
         """Wait until the workload has a clusterName; returns the MultiKueueCluster name."""
         tl = self.wait_until(
             f"{key} to be placed",
-            lambda tl: any(e.data.get("cluster") for e in tl.of(key).where(Kind.PLACEMENT)),
+            lambda tl: any(e.about_cluster for e in tl.of(key).where(Kind.PLACEMENT)),
             timeout=timeout,
         )
-        return [
-            e.data["cluster"] for e in tl.of(key).where(Kind.PLACEMENT) if e.data.get("cluster")
-        ][-1]
+        return [e.about_cluster for e in tl.of(key).where(Kind.PLACEMENT) if e.about_cluster][-1]
 
     def wait_after_eviction(
         self, key: str, what: str, done: Callable[[Timeline], bool], timeout: float

@@ -173,7 +173,7 @@ DECIDED_BY_WAIT: dict[str, Callable[[Timeline], bool]] = {
 
 
 def _restarted(tl: Timeline) -> bool:
-    return any(e.data.get("what") == "dispatcher-restarted" for e in tl.where(Kind.ACTION))
+    return any(e.what == "dispatcher-restarted" for e in tl.where(Kind.ACTION))
 
 
 def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None:

@@ -106,9 +106,7 @@ class Run:
 
     def writes(self, tl: Timeline) -> list[Event]:
         """The dispatcher's writes to Workloads (all writes when it is built into Kueue)."""
-        return [
-            e for e in tl.where(Kind.WRITE) if not self.users or e.data.get("user") in self.users
-        ]
+        return [e for e in tl.where(Kind.WRITE) if not self.users or e.user in self.users]
 
     def finding(
         self, id: str, title: str, detail: str, where: Sequence[View], primary: Sequence[str] = ()
@@ -130,7 +128,7 @@ def _too_long(e: Event) -> bool:
 
 
 def _refused(e: Event) -> bool:
-    return e.kind is Kind.WRITE and int(e.data.get("code") or 0) >= 400
+    return e.kind is Kind.WRITE and e.code >= 400
 
 
 # ------------------------------------------------------------------------------ detectors
@@ -146,7 +144,7 @@ def nominated_outside_config(run: Run) -> Finding | None:
         allowed, outside = list(v.config), []
         for e in v.timeline:
             if e.kind is Kind.CONFIG_CHANGED:
-                allowed += [c for c in e.data.get("clusters") or [] if c not in allowed]
+                allowed += [c for c in e.clusters if c not in allowed]
             elif e.kind is Kind.NOMINATION or (e.kind is Kind.WRITE and "names" in e.data):
                 if _refused(e) and _too_long(e):
                     continue
@@ -199,10 +197,10 @@ def nomination_list_too_long(run: Run) -> Finding | None:
         f"{max(len(names(e)) for _, e in hits)} cluster names; the API allows at most "
         f"{MAX_NOMINATIONS} (maxItems in Kueue's Workload CRD). "
     )
-    refused = [e for _, e in hits if int(e.data.get("code") or 0) in (400, 422)]
+    refused = [e for _, e in hits if e.code in (400, 422)]
     if refused:
-        codes = Counter(int(e.data.get("code") or 0) for e in refused)
-        message = str(refused[0].data.get("message") or "")
+        codes = Counter(e.code for e in refused)
+        message = refused[0].message
         said = _NAMES_ERROR.search(message)  # the apiserver adds boilerplate after it
         message = said.group() if said else _NAME_IN_MESSAGE.sub(r'\1 "…"', message)
         detail += (
@@ -320,7 +318,7 @@ def _active_after(run: Run, v: View) -> bool:
         run.at(u, e.t) > start
         for u in run.views
         for e in u.timeline.where(Kind.READ, Kind.WRITE)
-        if e.data.get("user") in run.users
+        if e.user in run.users
     )
 
 
@@ -340,8 +338,8 @@ def api_forbidden(run: Run) -> Finding | None:
     where: dict[str, View] = {}
     for v in run.views:
         for e in v.timeline.where(Kind.FORBIDDEN):
-            d = e.data
-            what = (d.get("user"), d.get("verb"), d.get("resource"), d.get("namespace") or "")
+            d = e.data  # a refusal's resource, namespace and name are its own
+            what = (e.user, e.verb, d.get("resource"), d.get("namespace") or "")
             seen.setdefault((*what, d.get("name")), []).append(run.at(v, e.t))
             where.setdefault(v.name, v)
     if not seen:
@@ -388,7 +386,7 @@ def writes_refused(run: Run) -> Finding | None:
     for v in run.views:
         conflicts: Counter[str] = Counter()
         for e in run.writes(v.timeline):
-            code, message = int(e.data.get("code") or 0), str(e.data.get("message") or "")
+            code, message = e.code, e.message
             if code == 409:
                 conflicts[e.workload] += 1
             elif _too_long(e):
@@ -422,7 +420,7 @@ def stopped_reconciling(run: Run) -> Finding | None:
         run.at(v, e.t)
         for v in run.views
         for e in v.timeline.where(Kind.READ, Kind.WRITE)
-        if e.data.get("user") in run.users
+        if e.user in run.users
     ]
     if not activity or not any(names(e) for v in run.views for e in run.writes(v.timeline)):
         return None
@@ -482,7 +480,7 @@ def write_storm(run: Run) -> Finding | None:
         step = b.step_size or max(len(v.config), 1)
         for w in v.workloads():
             tl = v.timeline.of(w)
-            mine = [e for e in run.writes(tl) if e.data.get("subresource") == "status"]
+            mine = [e for e in run.writes(tl) if e.subresource == "status"]
             count = len(mine) if run.users else len(tl.where(Kind.NOMINATION))
             placement = first_placement(tl)
             pending = (placement.t if placement else v.observed_until) - created_at(tl)

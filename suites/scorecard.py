@@ -47,7 +47,7 @@ def workload_figures(tl: Timeline, dispatcher_users: set[str] | frozenset[str]) 
         writes = [
             e
             for e in tl.where(Kind.WRITE)
-            if e.data.get("user") in dispatcher_users and e.data.get("subresource") == "status"
+            if e.user in dispatcher_users and e.subresource == "status"
         ]
     else:
         writes = tl.where(Kind.NOMINATION)

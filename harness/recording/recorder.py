@@ -390,7 +390,7 @@ class Recorder:
             e.kind == Kind.PREEMPTION
             and e.cluster == worker
             and e.workload == preemptor
-            and e.data.get("victim") == victim
+            and e.victim == victim
             for e in self.timeline
         )
 

@@ -64,6 +64,95 @@ class Event:
     workload: str = ""
     data: dict[str, Any] = field(default_factory=dict)
 
+    # Typed views of `data`; which kind carries what is listed on Kind. A kind that does
+    # not carry a field reads as empty (None, "", 0, [] or False).
+
+    @property
+    def names(self) -> list[str]:
+        """NOMINATION, and a WRITE of nominations: the cluster names written."""
+        return list(self.data.get("names") or [])
+
+    @property
+    def writer(self) -> str | None:
+        """NOMINATION: the field manager that wrote it, when known."""
+        return self.data.get("writer")
+
+    @property
+    def user(self) -> str:
+        """WRITE, READ, FORBIDDEN: who made the request (the audit log's user)."""
+        return str(self.data.get("user") or "")
+
+    @property
+    def verb(self) -> str:
+        """WRITE, READ, FORBIDDEN: the request's verb (create, patch, list, ...)."""
+        return str(self.data.get("verb") or "")
+
+    @property
+    def code(self) -> int:
+        """WRITE: the HTTP status the apiserver answered."""
+        return int(self.data.get("code") or 0)
+
+    @property
+    def message(self) -> str:
+        """WRITE: the apiserver's reason, for a refused write."""
+        return str(self.data.get("message") or "")
+
+    @property
+    def subresource(self) -> str:
+        """WRITE: "status" for a status write, "" for the object."""
+        return str(self.data.get("subresource") or "")
+
+    @property
+    def about_cluster(self) -> str:
+        """The cluster the event is about, not where it was seen (`cluster`): PLACEMENT,
+        where the workload was placed ("" when cleared); CLUSTER_ACTIVE, which cluster."""
+        return str(self.data.get("cluster") or "")
+
+    @property
+    def cluster_active(self) -> bool | None:
+        """CLUSTER_ACTIVE: whether the MultiKueueCluster is active."""
+        return self.data.get("active")
+
+    @property
+    def reserved(self) -> bool:
+        """QUOTA_RESERVED, COPY_RESERVED: whether quota is reserved."""
+        return bool(self.data.get("reserved"))
+
+    @property
+    def state(self) -> str | None:
+        """CHECK_STATE, PROVREQ_STATE: the state reached."""
+        return self.data.get("state")
+
+    @property
+    def clusters(self) -> list[str]:
+        """CONFIG_CHANGED: the clusters the config lists now."""
+        return list(self.data.get("clusters") or [])
+
+    @property
+    def config(self) -> str | None:
+        """CONFIG_CHANGED: which MultiKueueConfig."""
+        return self.data.get("config")
+
+    @property
+    def what(self) -> str:
+        """ACTION: what the harness did."""
+        return str(self.data.get("what") or "")
+
+    @property
+    def request_name(self) -> str:
+        """PROVREQ_*: the ProvisioningRequest's name."""
+        return str(self.data.get("name") or "")
+
+    @property
+    def victim(self) -> str | None:
+        """PREEMPTION: the preempted workload (ns/name)."""
+        return self.data.get("victim")
+
+    @property
+    def condition(self) -> str | None:
+        """JOB_FINISHED: "Complete" or "Failed"."""
+        return self.data.get("condition")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "t": round(self.t, 3),
@@ -114,11 +203,11 @@ class Timeline:
 
     def where_placed(self) -> list[Event]:
         """PLACEMENT events that set a cluster (not the clearing ones)."""
-        return [e for e in self.where(Kind.PLACEMENT) if e.data.get("cluster")]
+        return [e for e in self.where(Kind.PLACEMENT) if e.about_cluster]
 
     def where_nominated(self) -> list[list[str]]:
         """The non-empty nomination lists, in order."""
-        return [list(e.data["names"]) for e in self.where(Kind.NOMINATION) if e.data.get("names")]
+        return [e.names for e in self.where(Kind.NOMINATION) if e.names]
 
     def stuck_eviction(self, now: float, grace: float) -> Event | None:
         """The manager EVICTED event whose quota Kueue has not released ``grace`` seconds
@@ -126,8 +215,7 @@ class Timeline:
         a second; one it keeps cannot be dispatched again by anyone."""
         for evicted in self.where(Kind.EVICTED):
             released = any(
-                e.t >= evicted.t and not e.data.get("reserved")
-                for e in self.where(Kind.QUOTA_RESERVED)
+                e.t >= evicted.t and not e.reserved for e in self.where(Kind.QUOTA_RESERVED)
             )
             if not released and now - evicted.t > grace:
                 return evicted
@@ -135,7 +223,7 @@ class Timeline:
 
     def where_writes(self) -> list[Event]:
         """API writes attributed to a user (from the audit log)."""
-        return [e for e in self.where(Kind.WRITE) if e.data.get("user")]
+        return [e for e in self.where(Kind.WRITE) if e.user]
 
     def workloads(self) -> list[str]:
         seen: dict[str, None] = {}

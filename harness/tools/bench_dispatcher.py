@@ -72,7 +72,7 @@ def main() -> None:
             deadline = time.monotonic() + args.settle
             while time.monotonic() < deadline:
                 tl = recorder.snapshot("mkdc")
-                nominated = {e.workload for e in tl.where(Kind.NOMINATION) if e.data.get("names")}
+                nominated = {e.workload for e in tl.where(Kind.NOMINATION) if e.names}
                 if len(nominated) >= args.workloads:
                     break
                 time.sleep(1)
@@ -82,8 +82,8 @@ def main() -> None:
         for key in tl.workloads():
             w = tl.of(key)
             created = w.where(Kind.WORKLOAD_CREATED)
-            reserved = [e for e in w.where(Kind.QUOTA_RESERVED) if e.data.get("reserved")]
-            first = next((e for e in w.where(Kind.NOMINATION) if e.data.get("names")), None)
+            reserved = [e for e in w.where(Kind.QUOTA_RESERVED) if e.reserved]
+            first = next((e for e in w.where(Kind.NOMINATION) if e.names), None)
             if created and first:
                 since_created.append(first.t - created[0].t)
             if reserved and first:

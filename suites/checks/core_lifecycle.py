@@ -37,17 +37,17 @@ def no_nomination_after_placement(tl: Timeline, b: Bounds) -> Verdict:
             if not start + b.observation_skew < e.t < until:
                 continue
             if e.kind is Kind.NOMINATION and names(e):
-                if is_dispatcher(e.data.get("writer"), b):
-                    who = e.data.get("writer") or "unknown writer"
+                if is_dispatcher(e.writer, b):
+                    who = e.writer or "unknown writer"
                     problems.append(
                         f"{who} nominated {joined(names(e))} at {at(e.t)} while placed on "
                         f"{cluster} (since {at(start)})"
                     )
-            elif e.kind is Kind.WRITE and e.data.get("subresource") == "status":
-                if e.data.get("user") in b.dispatcher_users:
+            elif e.kind is Kind.WRITE and e.subresource == "status":
+                if e.user in b.dispatcher_users:
                     problems.append(
-                        f"{e.data.get('user')} wrote status ({e.data.get('verb')}, code "
-                        f"{e.data.get('code')}) at {at(e.t)} while placed on {cluster}"
+                        f"{e.user} wrote status ({e.verb}, code "
+                        f"{e.code}) at {at(e.t)} while placed on {cluster}"
                     )
     measured = {"writesAfterPlacement": len(problems)}
     return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)
@@ -92,9 +92,7 @@ def redispatch_after_eviction(tl: Timeline, b: Bounds) -> Verdict:
     to the same eviction."""
     cleared = [until for _, _, until in placement_episodes(tl) if until != INF]
     manager_side = [e.t for e in tl.where(Kind.EVICTED) if placed_at(tl, e.t)]
-    actions = [
-        e.t for e in tl.where(Kind.ACTION) if e.data.get("what") == "evict" and placed_at(tl, e.t)
-    ]
+    actions = [e.t for e in tl.where(Kind.ACTION) if e.what == "evict" and placed_at(tl, e.t)]
     triggers = sorted(cleared + manager_side) or sorted(actions)
     if not triggers:
         return Verdict.unclear("no eviction in the timeline")
@@ -107,7 +105,7 @@ def redispatch_after_eviction(tl: Timeline, b: Bounds) -> Verdict:
         if nxt is None and end_of(tl, b) < t + bound:
             return not_judged(end_of(tl, b), t + bound, "the re-placement bound")
         if nxt is None or nxt.t > t + bound:
-            where = f"placed on {nxt.data['cluster']} at {at(nxt.t)}" if nxt else "never placed"
+            where = f"placed on {nxt.about_cluster} at {at(nxt.t)}" if nxt else "never placed"
             problems.append(f"evicted at {at(t)}, {where}; bound {bound:.1f}s")
     return Verdict.fail(problems) if problems else Verdict.ok(boundSeconds=bound)
 
@@ -126,22 +124,21 @@ def foreign_workloads_untouched(tl: Timeline, b: Bounds) -> Verdict:
     whose writes share Kueue's identity) the nominations alone are judged."""
     foreign = set(b.foreign_workloads)
     for e in tl.where(Kind.ACTION):
-        if e.data.get("what") == "foreign":
+        if e.what == "foreign":
             foreign.add(e.data.get("workload") or e.workload)
     foreign.discard("")
     if not foreign:
         return Verdict.unclear("no foreign workload in the scenario")
     problems = [
-        f"{e.data.get('user')} wrote {e.workload} ({e.data.get('verb')}"
-        f"{'/' + e.data['subresource'] if e.data.get('subresource') else ''}) at {at(e.t)}"
+        f"{e.user} wrote {e.workload} ({e.verb}"
+        f"{'/' + e.subresource if e.subresource else ''}) at {at(e.t)}"
         for e in tl.where(Kind.WRITE)
-        if e.workload in foreign and e.data.get("user") in b.dispatcher_users
+        if e.workload in foreign and e.user in b.dispatcher_users
     ]
     problems += [
-        f"{e.data.get('writer') or 'unknown writer'} nominated {joined(names(e))} for "
-        f"{e.workload} at {at(e.t)}"
+        f"{e.writer or 'unknown writer'} nominated {joined(names(e))} for {e.workload} at {at(e.t)}"
         for e in tl.where(Kind.NOMINATION)
-        if e.workload in foreign and names(e) and is_dispatcher(e.data.get("writer"), b)
+        if e.workload in foreign and names(e) and is_dispatcher(e.writer, b)
     ]
     measured = {"foreignWorkloads": len(foreign), "foreignWrites": len(problems)}
     return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)

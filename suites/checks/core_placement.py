@@ -30,7 +30,7 @@ def nominates_configured_only(tl: Timeline, b: Bounds) -> Verdict:
     allowed, problems = list(b.clusters), []
     for e in tl:
         if e.kind is Kind.CONFIG_CHANGED:
-            allowed += [c for c in e.data.get("clusters") or [] if c not in allowed]
+            allowed += [c for c in e.clusters if c not in allowed]
         elif e.kind is Kind.NOMINATION:
             outside = [n for n in names(e) if n not in allowed]
             if outside:
@@ -50,13 +50,11 @@ def nomination_list_valid(tl: Timeline, b: Bounds) -> Verdict:
     the same for the lists in a dispatcher's WRITEs the apiserver rejected (the API's
     validation refuses such a list, so a rejected write is the only trace of it)."""
     problems, longest = [], 0
-    rejected = [
-        e for e in tl.where(Kind.WRITE) if "names" in e.data and int(e.data.get("code") or 0) >= 400
-    ]
+    rejected = [e for e in tl.where(Kind.WRITE) if "names" in e.data and e.code >= 400]
     for e in sorted([*tl.where(Kind.NOMINATION), *rejected], key=lambda e: e.t):
         ns = names(e)
         longest = max(longest, len(ns))
-        what = "nominated" if e.kind is Kind.NOMINATION else f"tried (code {e.data['code']})"
+        what = "nominated" if e.kind is Kind.NOMINATION else f"tried (code {e.code})"
         if len(ns) > b.max_nominations:
             problems.append(f"{at(e.t)} {what} {len(ns)} clusters (max {b.max_nominations})")
         dups = sorted({n for n in ns if ns.count(n) > 1})
@@ -84,7 +82,7 @@ def eventual_placement(tl: Timeline, b: Bounds) -> Verdict:
             return not_judged(end, deadline, "the placement bound")
         target = b.expected_cluster or "any cluster"
         return Verdict.fail(f"never placed on {target} (bound {bound:.1f}s, {at(deadline)})")
-    cluster = p.data["cluster"]
+    cluster = p.about_cluster
     measured["timeToPlacementSeconds"] = p.t - created
     if b.expected_cluster and cluster != b.expected_cluster:
         return Verdict.fail(
@@ -112,7 +110,7 @@ def config_change_honoured(tl: Timeline, b: Bounds) -> Verdict:
     elsewhere first also satisfies the check: the cluster was no longer needed."""
     previous, problems, judged = list(b.clusters), [], 0
     for change in tl.where(Kind.CONFIG_CHANGED):
-        new = list(change.data.get("clusters") or [])
+        new = change.clusters
         added, previous = [c for c in new if c not in previous], new
         if not added or placed_at(tl, change.t):
             continue
@@ -145,6 +143,6 @@ def _first_use(tl: Timeline, cluster: str, after: float) -> float | None:
             continue
         if e.kind is Kind.NOMINATION and cluster in names(e):
             return e.t
-        if e.kind is Kind.PLACEMENT and e.data.get("cluster") == cluster:
+        if e.kind is Kind.PLACEMENT and e.about_cluster == cluster:
             return e.t
     return None

@@ -33,11 +33,7 @@ def provisioning_failover(tl: Timeline, b: Bounds) -> Verdict:
         manager showed the failure: before that a dispatcher cannot know);
     (b) the workload is placed on a worker other than F by t + escalation_slack +
         placement_slack."""
-    failed = [
-        e
-        for e in tl.where(Kind.PROVREQ_STATE)
-        if e.data.get("state") in ("Failed", "CapacityRevoked")
-    ]
+    failed = [e for e in tl.where(Kind.PROVREQ_STATE) if e.state in ("Failed", "CapacityRevoked")]
     if not failed:
         return Verdict.unclear("no ProvisioningRequest failed or lost its capacity")
     bad, tf = failed[0].cluster, failed[0].t
@@ -62,8 +58,8 @@ def provisioning_failover(tl: Timeline, b: Bounds) -> Verdict:
     placed = first_placement(tl, after=t)
     if placed is None and end_of(tl, b) < deadline and not problems:
         return not_judged(end_of(tl, b), deadline, "the failover bound")
-    if placed is None or placed.t > deadline or placed.data["cluster"] == bad:
-        where = f"placed on {placed.data['cluster']} at {at(placed.t)}" if placed else "not placed"
+    if placed is None or placed.t > deadline or placed.about_cluster == bad:
+        where = f"placed on {placed.about_cluster} at {at(placed.t)}" if placed else "not placed"
         problems.append(
             f"provisioning failed on {bad} at {at(tf)}; {where}, "
             f"expected another worker by {at(deadline)}"

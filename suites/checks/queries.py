@@ -84,8 +84,8 @@ def reservation_intervals(tl: Timeline) -> list[Interval]:
     """Per worker: the copy holds quota (reserved=True .. reserved=False or deletion)."""
     return intervals(
         tl.where(Kind.COPY_RESERVED, Kind.COPY_DELETED),
-        lambda e: e.kind is Kind.COPY_RESERVED and bool(e.data.get("reserved", True)),
-        lambda e: e.kind is Kind.COPY_DELETED or not e.data.get("reserved", True),
+        lambda e: e.kind is Kind.COPY_RESERVED and e.reserved,
+        lambda e: e.kind is Kind.COPY_DELETED or not e.reserved,
     )
 
 
@@ -100,10 +100,9 @@ def provisioning_intervals(tl: Timeline) -> list[Interval]:
         tl.where(Kind.PROVREQ_CREATED, Kind.PROVREQ_STATE, Kind.PROVREQ_DELETED),
         lambda e: e.kind is Kind.PROVREQ_CREATED,
         lambda e: (
-            e.kind is Kind.PROVREQ_DELETED
-            or (e.kind is Kind.PROVREQ_STATE and e.data.get("state") == "Failed")
+            e.kind is Kind.PROVREQ_DELETED or (e.kind is Kind.PROVREQ_STATE and e.state == "Failed")
         ),
-        key=lambda e: (e.cluster, e.data.get("name", "")),
+        key=lambda e: (e.cluster, e.request_name),
     )
 
 
@@ -117,7 +116,7 @@ def preempting_workers(tl: Timeline) -> dict[str, float]:
 
 def names(e: Event) -> list[str]:
     """The nominated cluster names of a NOMINATION event."""
-    return list(e.data.get("names") or [])
+    return e.names
 
 
 def created_at(tl: Timeline) -> float:
@@ -146,7 +145,7 @@ def placement_episodes(tl: Timeline) -> list[tuple[float, str, float]]:
     """(placed at, cluster, until): until a PLACEMENT clearing it, or infinity."""
     out: list[tuple[float, str, float]] = []
     for e in tl.where(Kind.PLACEMENT):
-        cluster = e.data.get("cluster") or ""
+        cluster = e.about_cluster
         if out and out[-1][2] == INF:
             out[-1] = (out[-1][0], out[-1][1], e.t)
         if cluster:
@@ -172,7 +171,7 @@ def configured(tl: Timeline, bounds: Bounds, t: float = INF) -> list[str]:
     out = list(bounds.clusters)
     for e in tl.where(Kind.CONFIG_CHANGED):
         if e.t <= t:
-            out += [c for c in e.data.get("clusters") or [] if c not in out]
+            out += [c for c in e.clusters if c not in out]
     return out
 
 
@@ -180,9 +179,9 @@ def inactive_spans(tl: Timeline) -> list[Interval]:
     """Per cluster: MultiKueueCluster not Active (active=False .. active=True)."""
     return intervals(
         tl.where(Kind.CLUSTER_ACTIVE),
-        lambda e: e.data.get("active") is False,
-        lambda e: e.data.get("active") is True,
-        key=lambda e: e.data.get("cluster", ""),
+        lambda e: e.cluster_active is False,
+        lambda e: e.cluster_active is True,
+        key=lambda e: e.about_cluster,
     )
 
 
@@ -307,10 +306,10 @@ def _gave_up(tl: Timeline, nominees: Iterable[str], start: float, end: float) ->
         if e.kind is Kind.COPY_EVICTED and e.cluster in nominees:
             return True
         if e.kind is Kind.PROVREQ_STATE and e.cluster in nominees:
-            if e.data.get("state") == "Failed":
+            if e.state == "Failed":
                 return True
-        if e.kind is Kind.CLUSTER_ACTIVE and e.data.get("cluster") in nominees:
-            if e.data.get("active") is False:
+        if e.kind is Kind.CLUSTER_ACTIVE and e.about_cluster in nominees:
+            if e.cluster_active is False:
                 return True
     return False
 
@@ -322,7 +321,7 @@ def is_dispatcher(identity: str | None, b: Bounds) -> bool:
 
 def _ran_unplaced(tl: Timeline) -> Event | None:
     """The manager's FINISHED of a workload whose Job completed on a worker."""
-    ran = any(e.data.get("condition") == "Complete" for e in tl.where(Kind.JOB_FINISHED))
+    ran = any(e.condition == "Complete" for e in tl.where(Kind.JOB_FINISHED))
     return next(iter(tl.where(Kind.FINISHED)), None) if ran else None
 
 

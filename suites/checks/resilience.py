@@ -151,23 +151,21 @@ def leader_failover(tl: Timeline, b: Bounds) -> Verdict:
     close to the kill, is two replicas writing at once."""
     if not b.dispatcher_users:
         return Verdict.unclear("dispatcher users unknown: replicas cannot be told apart")
-    writes = [e for e in tl.where(Kind.WRITE) if e.data.get("user") in b.dispatcher_users]
+    writes = [e for e in tl.where(Kind.WRITE) if e.user in b.dispatcher_users]
     kill = _action(tl, "leader-killed")
     before = [w for w in writes if kill and w.t <= kill.t]
-    old = (kill.data.get("user") if kill else None) or (before[-1].data["user"] if before else None)
+    old = (kill.user if kill else None) or (before[-1].user if before else None)
 
     def handover(a: Event, c: Event) -> bool:
-        if kill is None or a.data["user"] != old or c.data["user"] == old:
+        if kill is None or a.user != old or c.user == old:
             return False
         after = kill.t - b.observation_skew < c.t <= kill.t + b.handover_slack
         return after and a.t >= kill.t - b.conflict_window
 
     problems = [
-        f"conflicting writes by {a.data['user']} at {at(a.t)} and {c.data['user']} at {at(c.t)}"
+        f"conflicting writes by {a.user} at {at(a.t)} and {c.user} at {at(c.t)}"
         for a, c in pairwise(writes)
-        if a.data["user"] != c.data["user"]
-        and c.t - a.t <= b.conflict_window
-        and not handover(a, c)
+        if a.user != c.user and c.t - a.t <= b.conflict_window and not handover(a, c)
     ]
     if kill is None:
         return Verdict.fail(problems) if problems else Verdict.unclear("no leader-killed action")
@@ -183,14 +181,14 @@ def leader_failover(tl: Timeline, b: Bounds) -> Verdict:
 def _handover(tl: Timeline, b: Bounds, kill: Event, writes: list[Event]) -> tuple[list[str], bool]:
     """Problems with the takeover write, and whether one was due at all (see EXT-12)."""
     before = [w for w in writes if w.t <= kill.t]
-    old = kill.data.get("user") or (before[-1].data["user"] if before else None)
+    old = kill.user or (before[-1].user if before else None)
     current = [r for r in rounds(tl) if r.t <= kill.t]
     timeout = b.round_timeout_for(current[-1].added) if current else 0.0
     if timeout is None:
         return [], False  # the running round never escalates
     due = (current[-1].t if current else kill.t) + timeout
     deadline = max(kill.t + b.handover_slack, due + b.escalation_slack)
-    takeover = next((w for w in writes if w.t > kill.t and w.data["user"] != old), None)
+    takeover = next((w for w in writes if w.t > kill.t and w.user != old), None)
     if takeover and takeover.t <= deadline:
         return [], True
     tried = {c for r in current for c in r.added}
@@ -207,6 +205,4 @@ def _handover(tl: Timeline, b: Bounds, kill: Event, writes: list[Event]) -> tupl
 
 
 def _action(tl: Timeline, what: str, after: float = -INF) -> Event | None:
-    return next(
-        (e for e in tl.where(Kind.ACTION) if e.data.get("what") == what and e.t >= after), None
-    )
+    return next((e for e in tl.where(Kind.ACTION) if e.what == what and e.t >= after), None)

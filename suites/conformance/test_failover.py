@@ -29,7 +29,7 @@ def test_provisioning_failover(scenario):
     scenario.mark("lose-capacity", worker=worker, requests=autoscaler.lose_capacity(worker))
 
     def placed_elsewhere(tl: Timeline) -> bool:
-        return any(e.data["cluster"] != placed for e in tl.of(workload).where_placed())
+        return any(e.about_cluster != placed for e in tl.of(workload).where_placed())
 
     scenario.wait_after_eviction(
         workload,

@@ -52,7 +52,7 @@ def test_leader_failover(scenario):
     tl = scenario.wait_until(
         "a first nomination", lambda tl: tl.of(workload).where_writes(), timeout=30
     )
-    leader = tl.of(workload).where_writes()[-1].data["user"]
+    leader = tl.of(workload).where_writes()[-1].user
     replica = int(leader.rsplit("-", 1)[1])
     scenario.kill_dispatcher(replica, what="leader-killed", user=leader)
     try:
