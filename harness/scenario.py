@@ -589,10 +589,10 @@ class Scenario:
         """Wait until the workload has a clusterName; returns the MultiKueueCluster name."""
         tl = self.wait_until(
             f"{key} to be placed",
-            lambda tl: any(e.about_cluster for e in tl.of(key).where(Kind.PLACEMENT)),
+            lambda tl: bool(tl.of(key).where_placed()),
             timeout=timeout,
         )
-        return [e.about_cluster for e in tl.of(key).where(Kind.PLACEMENT) if e.about_cluster][-1]
+        return tl.of(key).where_placed()[-1].about_cluster
 
     def wait_after_eviction(
         self, key: str, what: str, done: Callable[[Timeline], bool], timeout: float
