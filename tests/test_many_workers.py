@@ -14,7 +14,7 @@ from harness.recording.timeline import Timeline
 from harness.report import html
 from suites.checks import CATALOGUE, MAX_NOMINATIONS, Bounds, run_check
 from suites.scorecard import scorecard
-from tests.test_scenario_workers import make
+from tests.test_scenario_workers import make, record_applies
 from tests.timelines import Story
 
 WORKERS = [f"worker{i}" for i in range(1, 21)]
@@ -49,10 +49,7 @@ def ext01(story: Story, b: Bounds) -> Any:
 def test_the_fan_out_scenario_configures_every_worker_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    created: list[tuple[str, dict[str, Any]]] = []
-    monkeypatch.setattr(
-        scenario_module.kube, "apply", lambda dyn, doc: created.append((dyn.cluster, doc))
-    )
+    created = record_applies(monkeypatch)
     waits: list[tuple[int, float]] = []
     monkeypatch.setattr(
         scenario_module.multikueue,

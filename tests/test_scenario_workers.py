@@ -131,13 +131,19 @@ def test_a_name_before_sorts_before_every_taken_name_and_is_valid() -> None:
     assert name_before(["a"], "x") == "0-x"
 
 
-def test_decoys_sort_first_sit_in_the_best_tier_and_stay_outside_the_config(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def record_applies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
+    """What a scenario applies, as (cluster, document), instead of applying it."""
     created: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(
         scenario_module.kube, "apply", lambda dyn, doc: created.append((dyn.cluster, doc))
     )
+    return created
+
+
+def test_decoys_sort_first_sit_in_the_best_tier_and_stay_outside_the_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    created = record_applies(monkeypatch)
     waited: list[list[str]] = []
     monkeypatch.setattr(
         scenario_module.multikueue, "wait_active", lambda m, c, a, timeout: waited.append(c)
