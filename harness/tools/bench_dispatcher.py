@@ -77,9 +77,6 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.names:
         result = bench(name, args.workloads, args.workers, args.settle, args.logs)
         document["dispatchers"][result["profile"]] = result
-        print(
-            f"{result['profile']}: {json.dumps(result)}", file=sys.stderr
-        )  # kept if a later one fails
     print(json.dumps(document, indent=2))
 
 
@@ -141,6 +138,7 @@ def bench(
         result["measuredProcess"] = (
             "dispatcher" if profile.run else "manager kueue (all controllers)"
         )
+    print(f"{profile.name}: {json.dumps(result)}", file=sys.stderr)  # kept if a later one fails
     return result
 
 

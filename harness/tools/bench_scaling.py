@@ -61,6 +61,11 @@ def plot(data: Curves, path: Path, title: str = "") -> None:
         if per_q.get("p50"):
             xs, ys = zip(*per_q["p50"], strict=True)
             ax.plot(xs, ys, marker=".", linestyle="--", color=color, label=f"{name} p50")
+    workers = sorted({w for per_q in data.values() for pts in per_q.values() for w, _ in pts})
+    ax.set_xticks(workers)  # the counts measured, not fractions between them
+    values = [v for per_q in data.values() for pts in per_q.values() for _, v in pts]
+    if values and min(values) > 0 and max(values) / min(values) > 20:
+        ax.set_yscale("log")  # a dispatcher that falls behind would flatten the others
     ax.set_xlabel("worker clusters")
     ax.set_ylabel("Workload creation to first nomination (s)")
     ax.set_title(title or "Dispatcher scaling")
