@@ -8,7 +8,7 @@ PROVIDER ?= local
 REPORT_DIR ?= reports/$(PROFILE)
 GO_EXAMPLE := dispatchers/example-go
 
-.PHONY: setup bins doctor test unit e2e lint bench bench-up compare selftest clean
+.PHONY: setup bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
 
 setup: $(VENV)/.installed
 
@@ -52,6 +52,17 @@ bench: bins
 
 bench-up: bins
 	$(BIN)/python -m harness.tools.bench_up
+
+# One JSON document: each dispatcher in its own environment, back to back.
+BENCH_PROFILES ?= reference,incremental,all-at-once
+bench-dispatcher: bins
+	mkdir -p reports
+	$(BIN)/python -m harness.tools.bench_dispatcher --profiles $(BENCH_PROFILES) > reports/bench-dispatcher.json
+
+# p99 against worker count, as reports/bench-scaling/scaling.{json,png} (needs memory: ~0.5 GiB a worker)
+BENCH_WORKERS ?= 4,8,12,16,20
+bench-scaling: bins
+	$(BIN)/python -m harness.tools.bench_scaling --workers $(BENCH_WORKERS) --profiles $(BENCH_PROFILES)
 
 # Scorecards of the built-in dispatchers and the reference, side by side.
 COMPARE_PROFILES ?= all-at-once incremental reference

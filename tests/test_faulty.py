@@ -105,6 +105,9 @@ class RefusingKube:
     def event(self, wl: Any, reason: str, message: str, component: str) -> None:
         pass
 
+    def take_timings(self) -> dict[str, float]:
+        return {"throttled_s": 0.0, "api_s": 0.0, "requests": 0}
+
 
 def test_too_many_names_nominates_as_the_reference_once_refused() -> None:
     wl = workload()

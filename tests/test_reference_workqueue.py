@@ -124,3 +124,19 @@ def test_shutdown_unblocks() -> None:
     q = WorkQueue()
     q.shutdown()
     assert q.get(timeout=5) is None
+
+
+def test_waited_is_the_time_a_key_was_due_before_a_worker_took_it() -> None:
+    clock = Clock()
+    q = WorkQueue(clock)
+    q.add("a")
+    clock.now += 0.5
+    q.add("a", urgent=True)  # moving lanes keeps the first due time
+    clock.now += 1.0
+    assert q.get(timeout=0) == "a"
+    assert q.waited("a") == 1.5
+    q.done("a")
+    assert q.waited("a") == 0.0
+    q.add_after("b", 2)
+    clock.now += 3  # due after 2 s, taken after 3: waited from when it was due
+    assert q.get(timeout=0) == "b" and q.waited("b") == 1.0

@@ -186,9 +186,9 @@ class TrimsWhenRefused(Controller):
 
         self.planner = planner
 
-    def _reconcile(self, workload: Mapping[str, Any]) -> float | None:
+    def _reconcile(self, workload: Mapping[str, Any], queued: float = 0.0) -> float | None:
         try:
-            return super()._reconcile(workload)
+            return super()._reconcile(workload, queued)
         except ApiException as err:
             if err.status == 422:
                 self.refused.add(model.key_of(workload))

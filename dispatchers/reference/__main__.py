@@ -100,7 +100,11 @@ def _run(settings: Settings, controller_factory: Callable[..., Any] | None = Non
         elector = LeaderElector(store, identity, settings.lease_duration)
     metrics = Metrics()
     metrics.serve(settings.metrics_port)
-    kube = Kube(api, TokenBucket(settings.kube_qps, settings.kube_burst))
+    kube = Kube(
+        api,
+        TokenBucket(settings.kube_qps, settings.kube_burst),
+        TokenBucket(settings.event_qps, settings.event_burst),
+    )
     controller = (controller_factory or Controller)(settings, kube, metrics, elector, stop)
     log.info("starting", extra={"settings": {k: str(v) for k, v in vars(settings).items()}})
     threads = controller.start()

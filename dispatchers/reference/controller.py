@@ -1,13 +1,18 @@
 """The reconcile loop: cached objects in, one decision per workload, two guarded writes out.
 
-Order of writes matters for restart safety: the DispatchState annotation is persisted before
-the nominations it implies, so a crash between the two re-derives the same nominees from the
-state instead of starting a new round. Every write carries the resourceVersion it was
-computed from; a 409 means "re-read and decide again", never "force".
+Order of writes matters for restart safety: once a round is running, the DispatchState
+annotation is persisted before the nominations it implies, so a crash between the two
+re-derives the same nominees from the state instead of starting a new round. A first dispatch
+(nothing persisted, nothing nominated) writes its nominations first, so a new workload waits
+for one round trip, not two: with our own field manager, managedFields record when that
+write happened, and a crash before the annotation resumes round 1 from that time (see
+``_first_dispatch_written``). Every write carries the resourceVersion it was computed from;
+a 409 means "re-read and decide again", never "force".
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -71,19 +76,6 @@ def plan(
         return Plan(key, route, why)
     meta = workload.get("metadata") or {}
     annotations = meta.get("annotations") or {}
-    state, problem = policy.DispatchState(), ""
-    if settings.state_annotation in annotations:
-        try:
-            state = policy.DispatchState.from_json(annotations[settings.state_annotation])
-        except policy.StateError as err:
-            problem = f"{err}; starting afresh"
-    failure = model.failure_of(workload, last_cluster)
-    if failure is not None and failure.mark != state.failure_mark:
-        state = replace(
-            policy.record_failure(state, failure.cluster, now), failure_mark=failure.mark
-        )
-    else:
-        failure = None
     config = snap["multikueueconfigs"].get(route.config) or {}
     order = tuple(str(n) for n in (config.get("spec") or {}).get("clusters") or [])
     clusters = tuple(
@@ -100,8 +92,50 @@ def plan(
     view = policy.WorkloadView.from_metadata(
         key, annotations, route.config, (config.get("metadata") or {}).get("annotations"), settings
     )
+    state, problem = policy.DispatchState(), ""
+    if settings.state_annotation in annotations:
+        try:
+            state = policy.DispatchState.from_json(annotations[settings.state_annotation])
+        except policy.StateError as err:
+            problem = f"{err}; starting afresh"
+    elif status_first(settings):
+        state = _first_dispatch_written(workload, view, clusters, order, settings)
+    failure = model.failure_of(workload, last_cluster)
+    if failure is not None and failure.mark != state.failure_mark:
+        state = replace(
+            policy.record_failure(state, failure.cluster, now), failure_mark=failure.mark
+        )
+    else:
+        failure = None
     decision = policy.decide(now, view, clusters, order, settings, state)
     return Plan(key, route, None, state, problem, failure, decision, clusters, order, view)
+
+
+def status_first(settings: Settings) -> bool:
+    """Whether a first dispatch writes its nominations before its state annotation: only
+    where our own field manager writes them, so managedFields record when (see
+    ``_first_dispatch_written``). Kueue's ``kueue-admission`` manager is shared with Kueue."""
+    return settings.write_mode != writes.KUEUE_ADMISSION
+
+
+def _first_dispatch_written(
+    workload: Mapping[str, Any],
+    view: policy.WorkloadView,
+    clusters: tuple[policy.ClusterInfo, ...],
+    order: tuple[str, ...],
+    settings: Settings,
+) -> policy.DispatchState:
+    """The state of a first dispatch whose nominations were written but whose annotation
+    was not (a crash, or a conflict, between the two writes): the first round as decided
+    at the time managedFields give, rounded up to the next second so a round resumed
+    from it never ends early. A fresh state when nothing of ours is written, or when the
+    written names are not what that first round nominates."""
+    written = writes.nominees_of(workload)
+    at = writes.status_written_at(workload, settings.field_manager)
+    if not written or at is None:
+        return policy.DispatchState()
+    first = policy.decide(at + 1, view, clusters, order, settings, policy.DispatchState())
+    return first.state if list(first.nominees) == written else policy.DispatchState()
 
 
 class Controller:
@@ -138,6 +172,8 @@ class Controller:
             for plural in PLURALS
         }
         self.last_cluster: dict[str, str] = {}  # placement seen, for failure attribution
+        self._inputs: dict[str, str] = {}  # kind/key -> what decisions read of that object
+        self._inputs_lock = threading.Lock()
         self._leading = False
 
     # --- wiring -------------------------------------------------------------------------
@@ -206,7 +242,19 @@ class Controller:
         self.queue.add(key, urgent=_awaits_first_nominee(obj))
 
     def _on_other(self, kind: str, obj: dict[str, Any]) -> None:
-        if kind != "SYNC":  # a queue, check, config or cluster changed: look at all again
+        """A queue, check, config or cluster changed: look at all workloads again, but only
+        when something a decision reads changed. Kueue rewrites ClusterQueue and LocalQueue
+        status (usage, pending counts) at every admission; re-reading every pending
+        workload for each of those made a burst quadratic."""
+        key = f"{obj.get('kind')}/{model.key_of(obj)}"
+        seen = _decision_inputs(obj) if kind != "DELETED" else None
+        with self._inputs_lock:
+            before = self._inputs.get(key)
+            if seen is None:
+                self._inputs.pop(key, None)
+            else:
+                self._inputs[key] = seen
+        if kind != "SYNC" and (seen is None or seen != before):
             self._enqueue_all()
 
     def _enqueue_all(self) -> None:
@@ -249,12 +297,14 @@ class Controller:
 
     def reconcile(self, key: str) -> float | None:
         """Dispatch one workload; returns when to look again (None: only on change)."""
+        queued = self.queue.waited(key)
+        self.kube.take_timings()  # from here on: this reconcile's requests, for the log
         workload = self.informers["workloads"].get(key)
         for _ in range(MAX_CONFLICTS):
             if workload is None or not self.may_write():
                 return None
             try:
-                return self._reconcile(workload)
+                return self._reconcile(workload, queued)
             except ApiException as err:
                 if err.status != 409:
                     raise
@@ -263,7 +313,7 @@ class Controller:
                 workload = self.kube.get_workload(ns, name)
         raise RuntimeError(f"{MAX_CONFLICTS} write conflicts in a row")
 
-    def _reconcile(self, workload: Mapping[str, Any]) -> float | None:
+    def _reconcile(self, workload: Mapping[str, Any], queued: float = 0.0) -> float | None:
         now = self.clock()
         snap = self.snapshot()
         last = self.last_cluster.get(model.key_of(workload))
@@ -281,21 +331,31 @@ class Controller:
         ns, name = meta["namespace"], meta["name"]
         current = workload
         text = d.state.to_json()
-        if (meta.get("annotations") or {}).get(self.settings.state_annotation) != text:
+        before = writes.nominees_of(current)
+        annotate = (meta.get("annotations") or {}).get(self.settings.state_annotation) != text
+        # A first dispatch (nothing persisted, nothing nominated) may nominate first: its
+        # status write's managedFields record the round's start, so one round trip, not
+        # two, stands between a new workload and its first nominee. Otherwise the state
+        # goes first, so a crash between the writes re-derives the same nominees.
+        first = annotate and not before and p.state.round == 0 and status_first(self.settings)
+        if annotate and not first:
             body = writes.annotation_write(current, self.settings.state_annotation, text)
             current = self.kube.patch_workload(ns, name, body, self.settings.field_manager)
-        before = writes.nominees_of(current)
         if before != d.nominees:
             ctype, body, params = writes.status_write(
                 self.settings.write_mode, current, d.nominees, self.settings.field_manager
             )
-            self.kube.patch_workload_status(ns, name, ctype, body, params)
+            current = self.kube.patch_workload_status(ns, name, ctype, body, params)
             self.metrics.nominations.labels(self.settings.write_mode).inc()
             if not before and d.nominees and d.state.round == 1:
                 self.metrics.first_nomination.observe(_age(workload, now))
+        if first:
+            body = writes.annotation_write(current, self.settings.state_annotation, text)
+            current = self.kube.patch_workload(ns, name, body, self.settings.field_manager)
         if d.new_round:
             self.metrics.rounds.inc()
         changed = before != d.nominees or d.new_round or p.failure is not None
+        timings = {"queued_s": round(queued, 4), **self.kube.take_timings()}
         log.log(
             logging.INFO if changed else logging.DEBUG,
             "decision",
@@ -306,11 +366,24 @@ class Controller:
                 "changed": before != d.nominees,
                 "requeue_after": d.requeue_after,
                 "reason": d.reason,
+                **timings,
             },
         )
         if changed:
             self.events.emit(current, "Failover" if p.failure else "Nominated", d.reason)
         return d.requeue_after
+
+
+def _decision_inputs(obj: Mapping[str, Any]) -> str:
+    """What ``plan`` reads of a queue, check, config or cluster (labels, annotations,
+    spec, the Active condition), as one comparable string; status counters are left out."""
+    meta = obj.get("metadata") or {}
+    active = model.condition(obj, "Active") or {}
+    return json.dumps(
+        [meta.get("labels"), meta.get("annotations"), obj.get("spec"), active.get("status")],
+        sort_keys=True,
+        default=str,
+    )
 
 
 def _awaits_first_nominee(obj: Mapping[str, Any]) -> bool:

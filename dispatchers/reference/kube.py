@@ -58,22 +58,58 @@ def connect(kubeconfig: str | None, pool_size: int = 16) -> client.ApiClient:
 class Kube:
     """Typed-enough wrappers over CustomObjectsApi / CoreV1Api for the calls we make."""
 
-    def __init__(self, api: client.ApiClient, limiter: TokenBucket | None = None) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        limiter: TokenBucket | None = None,
+        event_limiter: TokenBucket | None = None,
+    ) -> None:
         self.api = api
         self.custom = client.CustomObjectsApi(api)
         self.limiter = limiter  # bounds gets and writes; lists and watches are not counted
+        # Events wait on their own bucket (in the event thread), so a burst of explanations
+        # never delays a nomination; None: they share ``limiter``
+        self.event_limiter = event_limiter
+        self._spent = threading.local()  # this thread's [throttled s, request s, requests]
+
+    def take_timings(self) -> dict[str, float]:
+        """This thread's seconds waiting for the rate limiter and in requests, and its
+        request count, since the last call (one reconcile's: is it throttled or slow?)."""
+        spent = getattr(self._spent, "v", None) or [0.0, 0.0, 0]
+        self._spent.v = [0.0, 0.0, 0]
+        return {
+            "throttled_s": round(spent[0], 4),
+            "api_s": round(spent[1], 4),
+            "requests": spent[2],
+        }
 
     def _call(
-        self, verb: str, resource: str, ns: str | None, fn: Callable[[], Any], limit: bool = True
+        self,
+        verb: str,
+        resource: str,
+        ns: str | None,
+        fn: Callable[[], Any],
+        limit: bool = True,
+        limiter: TokenBucket | None = None,
     ) -> Any:
-        if limit and self.limiter is not None:
-            self.limiter.take()
+        spent = getattr(self._spent, "v", None)
+        if spent is None:
+            spent = self._spent.v = [0.0, 0.0, 0]
+        started = time.perf_counter()
+        bucket = limiter or self.limiter
+        if limit and bucket is not None:
+            bucket.take()
+        sent = time.perf_counter()
         try:
             return fn()
         except ApiException as err:
             if err.status == 403:
                 raise forbidden(err, verb, resource, ns) from None
             raise
+        finally:
+            spent[0] += sent - started
+            spent[1] += time.perf_counter() - sent
+            spent[2] += 1
 
     def list(self, plural: str) -> tuple[list[dict[str, Any]], str]:
         """All objects of a Kueue kind (every namespace) and the list's resourceVersion."""
@@ -201,6 +237,7 @@ class Kube:
             lambda: self.custom.create_namespaced_custom_object(
                 "events.k8s.io", "v1", meta["namespace"], "events", body
             ),
+            limiter=self.event_limiter,
         )
 
 

@@ -79,9 +79,13 @@ class Settings:
     write_mode: str = "admission-policy"  # or kueue-admission, merge-patch (see writes.py)
     field_manager: str = "mkdc-reference-dispatcher"  # admission-policy and merge-patch modes
     identity: str = ""  # lease holder identity; "" = hostname_pid
-    workers: int = 4  # reconciles in parallel (each waits on API round trips, not the CPU)
+    # reconciles in parallel: each waits on two API round trips (annotation, then status),
+    # not on the CPU, so under a burst the round-trip time divided by this bounds the rate
+    workers: int = 16
     kube_qps: float = 100.0  # client-side limit of API gets and writes, as client-go's QPS
     kube_burst: int = 200
+    event_qps: float = 20.0  # Events' own limit: an explanation never takes a decision's token
+    event_burst: int = 100
 
     def validated(self) -> Settings:
         """Return a normalised copy, or raise SettingsError for the first bad field."""
@@ -225,6 +229,8 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "workers": _int_in(1, 64),
     "kube_qps": _positive_number,
     "kube_burst": _int_in(1, 10000),
+    "event_qps": _positive_number,
+    "event_burst": _int_in(1, 10000),
 }
 
 

@@ -44,6 +44,8 @@ class WorkQueue:
         self._due: dict[str, float] = {}  # delayed keys
         self._heap: list[tuple[float, str]] = []
         self._failures: dict[str, int] = {}
+        self._since: dict[str, float] = {}  # key -> when it became due (for ``waited``)
+        self._waited: dict[str, float] = {}  # key -> seconds it was due before handed out
         self._base, self._max = base_delay, max_delay
         self._shutdown = False
 
@@ -93,6 +95,7 @@ class WorkQueue:
                 key = self._pop(self._urgent) or self._pop(self._ready)
                 if key is not None:
                     self._processing.add(key)
+                    self._waited[key] = self._clock() - self._since.pop(key, self._clock())
                     return key
                 now = self._clock()
                 if deadline is not None and now >= deadline:
@@ -103,10 +106,17 @@ class WorkQueue:
                 self._cond.wait(max(min(pause), 0.001) if pause else None)
         return None
 
+    def waited(self, key: str) -> float:
+        """Seconds ``key`` was due before ``get`` handed it out (queueing delay: the
+        figure that shows whether workers, not the API, are the bottleneck)."""
+        with self._cond:
+            return self._waited.get(key, 0.0)
+
     def done(self, key: str) -> None:
         """Processing of ``key`` finished; hand it out again if it was added meanwhile."""
         with self._cond:
             self._processing.discard(key)
+            self._waited.pop(key, None)
             if key in self._dirty:
                 self._enqueue(key, self._dirty.pop(key))
 
@@ -123,6 +133,7 @@ class WorkQueue:
         if key in self._processing:
             self._dirty[key] = self._dirty.get(key, False) or urgent
         elif key not in self._queued:
+            self._since.setdefault(key, self._clock())
             ticket = next(self._tickets)
             self._queued[key] = (ticket, urgent)
             (self._urgent if urgent else self._ready).append((ticket, key))
@@ -143,6 +154,8 @@ class WorkQueue:
             due, key = heapq.heappop(self._heap)
             if self._due.get(key) == due:
                 del self._due[key]
+                if key not in self._processing:
+                    self._since.setdefault(key, due)  # due since then, not since promoted
                 self._enqueue(key)
 
 

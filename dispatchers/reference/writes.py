@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from dispatchers.reference.model import GROUP, VERSION
@@ -65,6 +66,24 @@ def status_write(
         status = {"nominatedClusterNames": list(nominees) or None}  # null deletes the list
         return MERGE, {"metadata": meta, "status": status}, {"field_manager": field_manager}
     raise ValueError(f"unknown write mode {mode!r} (one of {', '.join(WRITE_MODES)})")
+
+
+def status_written_at(workload: Obj, field_manager: str) -> float | None:
+    """When ``field_manager`` last changed ``.status.nominatedClusterNames``, from
+    managedFields (whole seconds, epoch), or None. It is the persisted record of a first
+    dispatch written before its state annotation (see ``controller``)."""
+    for entry in (workload.get("metadata") or {}).get("managedFields") or []:
+        if entry.get("manager") != field_manager or entry.get("subresource", "") != "status":
+            continue
+        status = (entry.get("fieldsV1") or {}).get("f:status") or {}
+        if "f:nominatedClusterNames" not in status or not entry.get("time"):
+            continue
+        stamp = str(entry["time"]).replace("Z", "+00:00")
+        try:
+            return datetime.fromisoformat(stamp).timestamp()
+        except ValueError:
+            return None
+    return None
 
 
 def annotation_write(workload: Obj, key: str, value: str) -> dict[str, Any]:

@@ -1,13 +1,22 @@
-"""Benchmark a dispatcher under many pending workloads.
+"""Benchmark dispatchers under many pending workloads, one fresh environment each.
 
-    python -m harness.tools.bench_dispatcher --profile reference --workloads 1000
+    python -m harness.tools.bench_dispatcher --profiles reference,incremental,all-at-once \\
+        --workloads 1000 [--workers 4] [--settle 60] [--logs DIR]
 
-Starts a local environment whose workers have no capacity (so every workload stays
-pending and keeps the dispatcher busy escalating), submits the workloads at once,
-and reports time from Workload creation to its first nomination (p50/p99, from the
-recorder's watches), plus the dispatcher's peak RSS and CPU seconds. For Kueue's
-built-in dispatchers the process measured is the manager's kueue (which does much
-more than dispatching), so only the latencies compare directly.
+For each profile, back to back: start a local environment whose workers have no
+capacity (so every workload stays pending and keeps the dispatcher busy escalating),
+submit the workloads, wait until each has a nominee (or ``--settle`` seconds), and stop
+the environment. Prints one JSON document: per dispatcher, time from Workload creation
+(and from quota reservation, the dispatcher's own share) to first nomination, CPU
+seconds, peak RSS and API requests per nomination.
+
+Times come from the manager apiserver's audit log (``audit``: the apiserver's own
+clock) and, as before, from the recorder's watches (``watched``: includes the watcher's
+lag). For Kueue's built-in dispatchers the process measured is the manager's kueue
+(which does much more than dispatching), and the requests counted are only its writes
+of nominations (it reads from its informer cache); for an external dispatcher every
+request of its identity is counted. ``--logs DIR`` keeps each run's dispatcher and
+manager Kueue logs there.
 """
 
 from __future__ import annotations
@@ -15,9 +24,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import sys
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 from harness import inventory, kube, multikueue, versions, workloads
 from harness.environment import Cluster
@@ -27,87 +40,183 @@ from harness.recording.recorder import Recorder
 from harness.recording.timeline import Kind
 from harness.run import _start_dispatcher
 from harness.stats import p50_p99, rounded
-from harness.tools import sampling
+from harness.tools import audit_figures, sampling
+
+NAMESPACE = "mkdc"
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--profile", default="reference")
+    parser.add_argument("--profile", help="one profile (same as --profiles NAME)")
+    parser.add_argument(
+        "--profiles", help="comma-separated profiles, each in its own environment, in order"
+    )
     parser.add_argument("--workloads", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument(
         "--settle", type=float, default=60, help="max seconds to wait for nominations"
     )
-    args = parser.parse_args()
-    profile = load_profile(args.profile)
+    parser.add_argument("--logs", type=Path, help="keep each run's dispatcher and kueue logs")
+    args = parser.parse_args(argv)
+    names = [p for p in (args.profiles or "").split(",") if p]
+    if args.profile:
+        names.insert(0, args.profile)
+    args.names = names or ["reference"]
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    document: dict[str, Any] = {
+        "workloads": args.workloads,
+        "workers": args.workers,
+        "dispatchers": {},
+    }
+    for name in args.names:
+        result = bench(name, args.workloads, args.workers, args.settle, args.logs)
+        document["dispatchers"][result["profile"]] = result
+    print(json.dumps(document, indent=2))
+
+
+def bench(
+    profile_name: str, count: int, workers: int, settle: float, logs: Path | None
+) -> dict[str, Any]:
+    """One dispatcher in a fresh environment: submit ``count`` workloads, measure."""
+    profile = load_profile(profile_name)
     provider = LocalProvider(
         versions.select(),
-        workers=args.workers,
+        workers=workers,
         dispatcher_name=profile.dispatcher_name,
         kueue_extra=profile.kueue,
         write_mode=None if profile.run else "kueue-admission",
         progress=lambda m: print(m, file=sys.stderr),
     )
-    result: dict[str, object] = {"profile": profile.name, "workloads": args.workloads}
+    result: dict[str, Any] = {"profile": profile.name}
     with contextlib.ExitStack() as stack:
         env = provider.up()
         stack.callback(provider.down)
+        if logs is not None:
+            stack.callback(_keep_logs, Path(str(env.run_dir)), logs / profile.name)
         for worker in env.workers:  # no capacity anywhere: everything stays pending
-            kube.apply(worker.dyn, multikueue.cluster_queue("mkdc", {"cpu": "0", "memory": "0"}))
+            kube.apply(worker.dyn, multikueue.cluster_queue(NAMESPACE, {"cpu": "0", "memory": "0"}))
+        users: frozenset[str] = frozenset()
         if profile.run:
-            runner, _users = _start_dispatcher(profile, env, inventory.new_run_id(), stack)
+            runner, users = _start_dispatcher(profile, env, inventory.new_run_id(), stack)
             measured = runner.supervisor.procs["dispatcher-0"].popen.pid
         else:
             measured = provider.supervisor.procs["manager-kueue"].popen.pid  # type: ignore[union-attr]
         recorder = Recorder(env).start()
         stack.callback(recorder.stop)
         with sampling.ProcessSampler(lambda: sampling.with_children(measured)) as sampler:
-            started = time.monotonic()
+            cpu_before = _cpu(sampling.with_children(measured))
+            started_wall, started = time.time(), time.monotonic()
             with ThreadPoolExecutor(max_workers=8) as pool:
-                jobs = (workloads.job(f"b{i}", "mkdc", "mkdc") for i in range(args.workloads))
+                jobs = (workloads.job(f"b{i}", NAMESPACE, NAMESPACE) for i in range(count))
                 list(pool.map(lambda doc: workloads.submit(env.manager, doc), jobs))
             result["submitSeconds"] = round(time.monotonic() - started, 1)
-            deadline = time.monotonic() + args.settle
+            deadline = time.monotonic() + settle
             while time.monotonic() < deadline:
-                tl = recorder.snapshot("mkdc")
-                nominated = {e.workload for e in tl.where(Kind.NOMINATION) if e.names}
-                if len(nominated) >= args.workloads:
+                if _nominated(recorder.snapshot(NAMESPACE)) >= count:
                     break
                 time.sleep(1)
             time.sleep(2)
-        tl = recorder.snapshot("mkdc")
-        since_created, since_reserved = [], []
-        for key in tl.workloads():
-            w = tl.of(key)
-            created = w.where(Kind.WORKLOAD_CREATED)
-            reserved = [e for e in w.where(Kind.QUOTA_RESERVED) if e.reserved]
-            first = next((e for e in w.where(Kind.NOMINATION) if e.names), None)
-            if created and first:
-                since_created.append(first.t - created[0].t)
-            if reserved and first:
-                since_reserved.append(first.t - reserved[0].t)
-        result["nominated"] = len(since_created)
-        result["timeToFirstNominationSeconds"] = _spread(since_created)
-        # the dispatcher's own share: Kueue must reserve quota before anyone may nominate
-        result["quotaReservedToFirstNominationSeconds"] = _spread(since_reserved)
+        result["settleSeconds"] = round(time.monotonic() - started, 1)
+        tl = recorder.snapshot(NAMESPACE)
+        result["watched"] = _watched(tl)
+        audit = env.info.get("auditLog")
+        if audit:
+            entries = audit_figures.read(str(audit), since=started_wall - 1)
+            result["audit"] = audit_result(
+                audit_figures.summarize(entries, NAMESPACE, users), bool(users)
+            )
         result["atEnd"] = _counts(env.manager)
         result["peakRssMiB"] = round(sampler.peak_rss / 2**20, 1)
-        result["cpuSeconds"] = round(sum(sampler.cpu.values()), 1)  # since the process started
+        # during the benchmark only: start-up (imports, initial lists) is not counted
+        result["cpuSeconds"] = round(sum(sampler.cpu.values()) - cpu_before, 1)
         result["measuredProcess"] = (
             "dispatcher" if profile.run else "manager kueue (all controllers)"
         )
-    print(json.dumps(result, indent=2))
+    print(f"{profile.name}: {json.dumps(result)}", file=sys.stderr)  # kept if a later one fails
+    return result
 
 
-def _spread(values: list[float]) -> dict[str, float | None]:
+def audit_result(summary: Mapping[str, Any], external: bool) -> dict[str, Any]:
+    """Latencies and requests per nomination from an ``audit_figures.summarize`` result."""
+    created, reserved, nominated = summary["created"], summary["reserved"], summary["nominated"]
+    since_created = [t - created[k] for k, t in nominated.items() if k in created]
+    since_reserved = [t - reserved[k] for k, t in nominated.items() if k in reserved]
+    requests = sum(summary["requests"].values()) if external else summary["nominationWrites"]
+    first = len(nominated)
+    return {
+        "created": len(created),
+        "nominated": first,
+        "timeToFirstNominationSeconds": spread(since_created),
+        "quotaReservedToFirstNominationSeconds": spread(since_reserved),
+        "nominationWrites": summary["nominationWrites"],
+        "apiRequests": requests,
+        "apiRequestsPerFirstNomination": round(requests / first, 2) if first else None,
+        "counted": (
+            "every request of the dispatcher's identity"
+            if external
+            else "Kueue's Workload writes that set nominatedClusterNames (its reads are cached)"
+        ),
+        "requestsByKind": dict(sorted(summary["requests"].items())),
+    }
+
+
+def _watched(tl: Any) -> dict[str, Any]:
+    since_created, since_reserved = [], []
+    for key in tl.workloads():
+        w = tl.of(key)
+        created = w.where(Kind.WORKLOAD_CREATED)
+        reserved = [e for e in w.where(Kind.QUOTA_RESERVED) if e.reserved]
+        first = next((e for e in w.where(Kind.NOMINATION) if e.names), None)
+        if created and first:
+            since_created.append(first.t - created[0].t)
+        if reserved and first:
+            since_reserved.append(first.t - reserved[0].t)
+    return {
+        "nominated": len(since_created),
+        "timeToFirstNominationSeconds": spread(since_created),
+        "quotaReservedToFirstNominationSeconds": spread(since_reserved),
+    }
+
+
+def spread(values: list[float]) -> dict[str, float | None]:
     return {**p50_p99(values), "max": rounded(max(values) if values else None)}
+
+
+def _keep_logs(run_dir: Path, into: Path) -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    for name in ("dispatcher-0.log", "manager-kueue.log"):
+        with contextlib.suppress(OSError):
+            shutil.copy(run_dir / "logs" / name, into / name)
+
+
+def _items(manager: Cluster) -> list[dict[str, Any]]:
+    res = manager.resource(multikueue.API, "Workload")
+    return list(res.get(namespace=NAMESPACE).to_dict()["items"])
+
+
+def _nominated(tl: Any) -> int:
+    return len({e.workload for e in tl.where(Kind.NOMINATION) if e.names})
+
+
+def _cpu(procs: list[Any]) -> float:
+    """User + system seconds the processes have used so far."""
+    total = 0.0
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 def _counts(manager: Cluster) -> dict[str, int]:
     """From the API at the end: how many workloads had quota, and how many a nominee."""
-    items = manager.resource(multikueue.API, "Workload").get(namespace="mkdc").to_dict()["items"]
+    items = _items(manager)
     return {
         "workloads": len(items),
         "quotaReserved": sum(kube.condition_true(i, "QuotaReserved") for i in items),
