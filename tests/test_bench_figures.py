@@ -38,3 +38,40 @@ def test_the_block_is_replaced_in_place_and_a_readme_without_one_is_an_error():
 def test_the_readme_shows_what_the_figures_file_holds():
     """Fails when someone edits a generated number by hand, or measures without `readme`."""
     assert bench.main(["readme", "--check"]) == 0
+
+
+DISPATCHERS = {
+    "command": "harness.tools.bench_dispatcher --profiles reference,incremental",
+    "machine": {"cores": 2, "memoryGiB": 23.4, "measuredAt": "2026-12-02 03:30 UTC"},
+    "figures": {
+        "workloads": 1000,
+        "workers": 20,
+        "dispatchers": {
+            "reference": {
+                "profile": "reference",
+                "audit": {
+                    "created": 1000, "nominated": 998,
+                    "timeToFirstNominationSeconds": {"p50": 0.31, "p99": 0.9},
+                    "quotaReservedToFirstNominationSeconds": {"p50": 0.2, "p99": 0.7},
+                    "apiRequestsPerFirstNomination": 3.1,
+                },
+                "peakRssMiB": 98.5, "cpuSeconds": 12.0, "measuredProcess": "dispatcher",
+            },
+            "incremental": {
+                "profile": "incremental",
+                "watched": {"created": 1000, "nominated": 1000,
+                            "timeToFirstNominationSeconds": {"p50": 0.5, "p99": None}},
+                "peakRssMiB": 140.0, "cpuSeconds": 20.1,
+            },
+        },
+    },
+}  # fmt: skip
+
+
+def test_dispatchers_side_by_side_from_the_audit_log_else_the_watches():
+    block = bench.render({"dispatchers": DISPATCHERS})
+    assert "1000 workloads at once, 20 workers without capacity:" in block
+    assert "| | reference | incremental |" in block
+    assert "| nominated of created | 998 of 1000 | 1000 of 1000 |" in block
+    assert "| creation to first nomination p50 / p99 (s) | 0.31 / 0.90 | 0.50 / – |" in block
+    assert "| API requests per first nomination | 3.1 | – |" in block
