@@ -213,7 +213,10 @@ class Supervisor:
             self._save()
 
     def _save(self) -> None:
-        """Under the lock: the groups, for `mkdc down` from another process."""
+        """Under the lock: the groups, for `mkdc down` from another process (nothing once
+        the run directory is removed: an environment stopped twice)."""
+        if not self.run_dir.exists():
+            return
         state = {name: [p.pgid, p.layer] for name, p in self.procs.items()}
         (self.run_dir / STATE_FILE).write_text(json.dumps(state))
 

@@ -97,10 +97,12 @@ def measure(workers: int, settle: float) -> dict[str, object]:
         sup = provider.supervisor
         return sampling.in_groups({m.pgid for m in list(sup.procs.values())}) if sup else []
 
+    groups: set[int] = set()
     with sampling.ProcessSampler(provider_processes) as sampler:
         started = time.monotonic()
         try:
             provider.up()
+            groups = {m.pgid for m in provider.supervisor.procs.values()}  # type: ignore[union-attr]
             result["upSeconds"] = round(time.monotonic() - started, 1)
             time.sleep(settle)
             result["steadyRssMiB"] = round(sampler.last_rss / 2**20)
@@ -112,7 +114,6 @@ def measure(workers: int, settle: float) -> dict[str, object]:
             provider.down()
             result["downSeconds"] = round(time.monotonic() - started, 1)
     result["peakRssMiB"] = round(sampler.peak_rss / 2**20)
-    groups = {m.pgid for m in provider.supervisor.procs.values()} if provider.supervisor else set()
     leftovers = sampling.in_groups(groups)  # this environment's, not other runs' on the box
     result["leftoverProcesses"] = len(leftovers)
     result["runDirRemoved"] = not Path(str(provider.run_dir)).exists()
