@@ -55,9 +55,7 @@ def test_job_runs_on_exactly_one_worker(selected_versions, dispatcher: str) -> N
         assert ran_on == {placed_on}, f"worker Jobs on {sorted(ran_on)}, placed on {placed_on}"
         finished = timeline.where(Kind.JOB_FINISHED)
         assert [(e.cluster, e.condition) for e in finished] == [(placed_on, "Complete")]
-        assert any(e.names for e in timeline.where(Kind.NOMINATION)), (
-            "no nomination recorded"
-        )
+        assert any(e.names for e in timeline.where(Kind.NOMINATION)), "no nomination recorded"
 
 
 def _not_yet():
