@@ -189,3 +189,12 @@ def test_processes_started_from_many_threads_are_all_recorded(tmp_path, monkeypa
         list(pool.map(lambda i: sup.start(f"p{i}", ["/bin/true"]), range(3000)))
     recorded = json.loads((tmp_path / procs.STATE_FILE).read_text())
     assert set(recorded) == {f"p{i}" for i in range(3000)}
+
+
+def test_a_process_kind_is_found_whatever_hyphens_the_cluster_name_has():
+    from harness.providers.local import process_kind
+
+    assert process_kind("east-cluster-controller-manager") == "controller-manager"
+    assert process_kind("gpu-reserved-cluster-apiserver") == "apiserver"
+    assert process_kind("worker3-kueue") == "kueue"
+    assert process_kind("etcd") == "etcd"
