@@ -15,7 +15,10 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from tenacity import (
     RetryError,
     Retrying,
+    retry,
+    retry_if_exception,
     retry_if_exception_type,
+    stop_after_attempt,
     stop_after_delay,
     wait_exponential,
 )
@@ -108,8 +111,23 @@ def served_versions(dyn: dynamic.DynamicClient, group: str) -> list[str]:
     return [v.version for g in found if g.name == group for v in g.versions]
 
 
+TRANSIENT = frozenset({429, 500, 502, 503, 504})  # throttled, or etcd/apiserver overloaded
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, ApiException) and exc.status in TRANSIENT
+
+
+@retry(
+    retry=retry_if_exception(_transient),
+    wait=wait_exponential(multiplier=0.5, max=8),
+    stop=stop_after_attempt(6),
+    reraise=True,
+)
 def apply(dyn: dynamic.DynamicClient, doc: dict[str, Any], *, manager: str = FIELD_MANAGER) -> Any:
-    """Server-side apply one object (created or updated), forcing our field ownership."""
+    """Server-side apply one object (created or updated), forcing our field ownership.
+    Retried when the server was only overloaded ("etcdserver: request timed out" while
+    21 clusters install their CRDs at once): an apply is idempotent."""
     res = resource(dyn, doc["apiVersion"], doc["kind"])
     namespace = doc.get("metadata", {}).get("namespace")
     return res.server_side_apply(
