@@ -447,6 +447,53 @@ def test_webhook_probe_is_retried_until_kueue_answers(manifests):
     assert len([line for line in runner.lines() if "--dry-run=server" in line]) == 4
 
 
+KUEUE_MANIFEST = "kueue/releases/download"
+
+
+class BusyServer(FakeRunner):
+    """The first `times` applies of Kueue's manifest meet an apiserver whose etcd is slow."""
+
+    def __init__(self, times: int, stderr: str):
+        super().__init__()
+        self.times, self.stderr = times, stderr
+
+    def __call__(self, cmd: Cmd) -> Result:
+        if KUEUE_MANIFEST in " ".join(cmd.argv) and self.times:
+            self.times -= 1
+            self.cmds.append(cmd)
+            return Result(1, "", self.stderr)
+        return super().__call__(cmd)
+
+
+def test_a_kubectl_command_the_server_was_too_busy_for_is_made_again(manifests):
+    runner = BusyServer(2, "Error from server: etcdserver: request timed out\n")
+    p = make(manifests, runner, workers=1)
+    p.up()
+    p.down()
+    assert len([line for line in runner.lines() if KUEUE_MANIFEST in line]) == 2 + 2
+    assert p.sleeps[:2] == [2, 4]
+
+
+def test_a_refusal_is_not_made_again_and_the_busy_retries_end(manifests):
+    refused = BusyServer(1, 'Error from server (Invalid): error when creating "x": invalid\n')
+    with pytest.raises(UserError, match=r"failed: Error from server \(Invalid\)"):
+        make(manifests, refused, workers=1).up()
+    assert len([line for line in refused.lines() if KUEUE_MANIFEST in line]) == 1
+    busy = BusyServer(99, "Error from server (ServiceUnavailable): etcd is busy\n")
+    with pytest.raises(UserError, match="ServiceUnavailable"):
+        make(manifests, busy, workers=1).up()
+    assert len([line for line in busy.lines() if KUEUE_MANIFEST in line]) == kind.TRANSIENT_ATTEMPTS
+
+
+def test_every_kind_cluster_runs_etcd_without_fsync():
+    for role in ("manager", "worker"):
+        patches = kind.render_kind_config(role, V, built=True)["kubeadmConfigPatches"]
+        etcd = [yaml.safe_load(p) for p in patches if "extraArgs" in p]
+        assert etcd[0]["etcd"]["local"]["extraArgs"] == [
+            {"name": "unsafe-no-fsync", "value": "true"}
+        ]
+
+
 def test_bad_arguments():
     with pytest.raises(UserError, match="mode 'prod'"):
         KindProvider(V, mode="prod")
@@ -565,7 +612,7 @@ def test_auto_images_are_built_only_when_the_registry_is_out_of_reach(tmp_path, 
 def test_release_images_keep_kinds_node_image_and_add_no_built_patches():
     cfg = kind.render_kind_config("worker", V, cgroup_v1=False)
     assert cfg["nodes"][0]["image"] == "kindest/node:v1.36.3"
-    assert cfg.get("kubeadmConfigPatches") == []
+    assert cfg.get("kubeadmConfigPatches") == [kind.ETCD_NO_FSYNC_PATCH]
     assert "disableDefaultCNI" not in cfg.get("networking", {})
 
 

@@ -62,6 +62,28 @@ FIX = {
 }
 # Kubernetes 1.35+ kubelets refuse a cgroup v1 host unless told otherwise.
 CGROUP_V1_PATCH = "kind: KubeletConfiguration\nfailCgroupV1: false\n"
+# etcd without fsync, as on the local provider: a throwaway test cluster loses nothing
+# it needs on a crash, and several clusters' fsyncs on one disk made etcd time out
+# requests while Kueue's CRDs were applied ("etcdserver: request timed out").
+ETCD_NO_FSYNC_PATCH = (
+    "kind: ClusterConfiguration\netcd:\n  local:\n    extraArgs:\n"
+    '    - name: unsafe-no-fsync\n      value: "true"\n'
+)
+# What kubectl prints when the server was only too busy or restarting, not refusing:
+# the command is idempotent (apply, patch, wait), so it is made again.
+TRANSIENT_KUBECTL_ERRORS = (
+    "etcdserver: request timed out",
+    "etcdserver: leader changed",
+    "(InternalError)",
+    "(ServiceUnavailable)",
+    "(TooManyRequests)",
+    "(Timeout)",
+    "TLS handshake timeout",
+    "connection refused",
+    "http2: client connection lost",
+    "i/o timeout",
+)
+TRANSIENT_ATTEMPTS = 6
 Progress = Callable[[str], None]
 
 
@@ -150,6 +172,7 @@ def render_kind_config(
     for node in cfg.setdefault("nodes", [{"role": "control-plane"}]):
         node["image"] = image or node_image(v)
     patches = cfg.setdefault("kubeadmConfigPatches", [])
+    patches.append(ETCD_NO_FSYNC_PATCH)
     if cgroup_v1:
         patches.append(CGROUP_V1_PATCH)
     if built:
@@ -726,16 +749,25 @@ class KindProvider:
         pool.shutdown()
 
     def _run(self, cmd: Cmd) -> str:
-        """Run cmd (retrying up to cmd.attempts); its stdout, or UserError with stderr's tail."""
-        for attempt in range(1, cmd.attempts + 1):
+        """Run cmd (retrying up to cmd.attempts, and a kubectl command the server was only
+        too busy for up to TRANSIENT_ATTEMPTS); its stdout, or UserError with stderr's tail."""
+        attempt = 0
+        while True:
+            attempt += 1
             if self.stopping.is_set():
                 raise UserError(f"`{_show(cmd.argv)}` not run: the bring-up is stopping")
             r = self.runner(cmd)
             if r.returncode == 0:
                 return r.stdout
-            if attempt < cmd.attempts:
-                self.sleep(2)
-        raise UserError(f"`{_show(cmd.argv)}` failed: {_last_line(r)}")
+            busy = transient(cmd, r) and attempt < TRANSIENT_ATTEMPTS
+            if attempt >= cmd.attempts and not busy:
+                raise UserError(f"`{_show(cmd.argv)}` failed: {_last_line(r)}")
+            self.sleep(2 * min(attempt, 4) if busy else 2)
+
+
+def transient(cmd: Cmd, r: Result) -> bool:
+    """A kubectl command that failed because the server was busy, not because it refused."""
+    return cmd.argv[:1] == ("kubectl",) and any(e in r.stderr for e in TRANSIENT_KUBECTL_ERRORS)
 
 
 def _show(argv: Sequence[str]) -> str:
