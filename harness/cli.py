@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from harness import progress, rundir, toolchain, versions
+from harness import faults, progress, rundir, toolchain, versions
+from harness.durations import parse_duration
 from harness.errors import UserError, one_line, shown, shown_path
 from harness.suite import load as load_suite
 from harness.userfiles import read_bytes
@@ -48,6 +49,26 @@ def _count(text: str) -> int:
             f"must be a whole number from 1 to {MAX_COUNT}, got {shown(text)}"
         )
     return value
+
+
+def _seconds(text: str) -> float:
+    """--inject-every, --inject-downtime: a duration (`30s`, `2m`, or plain seconds) from
+    1 s to 1 h."""
+    try:
+        value = parse_duration(text if not re.fullmatch(r"[0-9]{1,4}", text) else f"{text}s")
+    except ValueError:
+        value = None
+    if value is None or not 1.0 <= value <= 3600.0:
+        raise argparse.ArgumentTypeError(f"must be a duration from 1s to 1h, got {shown(text)}")
+    return value
+
+
+def _faults(text: str) -> tuple[str, ...]:
+    """--inject: fault names, comma separated, or all."""
+    try:
+        return tuple(faults.parse(text))
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--inject {text!r}: ")) from None
 
 
 def _log(msg: str) -> None:
@@ -252,6 +273,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             clusters=tuple(args.cluster or ()),
             progress=args.progress,
             kind_images=args.kind_images,
+            inject=args.inject or (),
+            inject_every=args.inject_every,
+            inject_downtime=args.inject_downtime,
         )
     )
 
@@ -330,6 +354,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=progress.HUMAN,
         help="the console: a line per event on stderr (human), or JSON lines on stdout",
     )
+    p.add_argument(
+        "--inject",
+        type=_faults,
+        metavar="FAULT,...|all",
+        help="environment faults to inject while the suite runs, one at a time, in turn: "
+        + ", ".join(faults.KINDS),
+    )
+    p.add_argument("--inject-every", type=_seconds, default=45.0, metavar="DURATION")
+    p.add_argument("--inject-downtime", type=_seconds, default=5.0, metavar="DURATION")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("report", help="work with reports")
     rsub = p.add_subparsers(dest="report_command", required=True)

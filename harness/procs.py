@@ -196,6 +196,18 @@ class Supervisor:
         with self._lock:
             self._save()
 
+    def running(self, name: str) -> bool:
+        """Started and not stopped (a frozen process is running)."""
+        with self._lock:
+            proc = self.procs.get(name)
+        return proc is not None and proc.alive()
+
+    def send_signal(self, name: str, sig: int) -> None:
+        """Send `sig` to the process's group (SIGSTOP/SIGCONT freeze and thaw it whole)."""
+        with self._lock:
+            proc = self.procs[name]
+        os.killpg(proc.pgid, sig)
+
     def kill(self, name: str) -> None:
         """SIGKILL at once: used by checks that simulate a crash."""
         self.stop(name, sig=signal.SIGKILL, grace=0)

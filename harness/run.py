@@ -22,6 +22,7 @@ from typing import Any
 from harness import (
     container,
     control,
+    faults,
     identity,
     inventory,
     kube,
@@ -39,6 +40,7 @@ from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
 from harness.procs import Supervisor
 from harness.profile import SHARED, Profile, load_profile
+from harness.providers import FAULTS
 from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
 from harness.session import SESSION_ENV, Result, Session, selects
@@ -71,6 +73,9 @@ class Options:
     clusters: tuple[str, ...] = ()  # existing provider: NAME=KUBECONFIG[:CONTEXT]
     progress: str = progress.HUMAN  # the console: human lines (stderr) or JSON lines (stdout)
     kind_images: str = "auto"  # kind provider: built here, kind's release, or auto
+    inject: tuple[str, ...] = ()  # environment faults to inject while the suite runs
+    inject_every: float = 45.0  # seconds between two faults
+    inject_downtime: float = 5.0  # how long each fault lasts
 
 
 def log(msg: str) -> None:
@@ -158,6 +163,10 @@ def run(opts: Options) -> int:
     # Kueue's built-in dispatchers write as Kueue itself (kueue-admission); no policy needed.
     write_mode = KUEUE_ADMISSION if profile.is_builtin else profile.nomination_writes
     provider = make_provider(opts, profile, v, write_mode)
+    if opts.inject and FAULTS not in provider.capabilities:
+        raise UserError(
+            f"--inject: the {opts.provider} provider cannot inject faults; use --provider local"
+        )
     image: container.ImageSource | None = None
     if profile.run is not None and profile.run.image is not None:  # before any cluster starts
         image = container.prepare(profile, opts.provider, log)
@@ -167,9 +176,6 @@ def run(opts: Options) -> int:
     with contextlib.ExitStack() as stack:
         env = provider.up()
         stack.callback(provider.down)
-        if report_dir.exists():
-            shutil.rmtree(report_dir)
-        (report_dir / "results").mkdir(parents=True)
         if report_dir.exists():
             shutil.rmtree(report_dir)
         (report_dir / "results").mkdir(parents=True)
@@ -232,10 +238,13 @@ def run(opts: Options) -> int:
             parallel=parallel,
             log=str(pytest_log),
         )
+        injector = _injector(opts, provider, env) if opts.inject else None
         try:
             code = _pytest(session_file, parallel, pytest_log)
         except KeyboardInterrupt as exc:  # the scenarios are stopped: report what they did
             interrupted, code = str(exc) or "SIGINT", 0
+        finally:
+            injected = injector.stop() if injector is not None else []
         reporter.pump()  # every event, before the run directory goes
         if code not in (0, 1):
             raise UserError(
@@ -244,6 +253,10 @@ def run(opts: Options) -> int:
             )
         wall = time.monotonic() - started
         report = build_report(profile, env, report_dir, opts, wall, interrupted)
+        if injector is not None:
+            report.environment["injectedFaults"] = _injected(injected, started)
+            if injector.errors:
+                report.environment["faultsNotInjected"] = injector.errors
         summary = report.summary()
         if summary["failed"] or summary["undecided"]:
             if runner is not None:
@@ -271,6 +284,36 @@ def run(opts: Options) -> int:
         log(f"interrupted ({interrupted}): the report is partial")
         return INTERRUPTED_EXIT
     return 1 if broken else 0
+
+
+def _injector(opts: Options, provider: Any, env: Environment) -> faults.Injector:
+    log(
+        f"injecting {', '.join(opts.inject)}: one every {opts.inject_every:g}s, "
+        f"{opts.inject_downtime:g}s each"
+    )
+    return faults.Injector(
+        provider,
+        [w.name for w in env.workers],
+        opts.inject,
+        env.run_dir / faults.LOG_FILE,
+        every=opts.inject_every,
+        downtime=opts.inject_downtime,
+        progress=log,
+    ).start()
+
+
+def _injected(found: list[faults.Window], started: float) -> list[dict[str, Any]]:
+    """The report's list of injected faults, timed from the run's start."""
+    return [
+        {
+            "fault": w.fault,
+            "target": w.target,
+            "what": w.says,
+            "startSeconds": round(w.start - started, 1),
+            "endSeconds": None if w.end is None else round(w.end - started, 1),
+        }
+        for w in found
+    ]
 
 
 def _report_dir(given: Path) -> Path:
@@ -383,8 +426,8 @@ def _control_handlers(provider: Any, runner: DispatcherRunner | None) -> dict[st
         "kill-dispatcher": lambda replica=0: need_runner().kill(replica),
         "start-dispatcher": lambda replica=0: need_runner().restart(replica),
         "dispatcher-alive": lambda replica=0: need_runner().alive(replica),
-        "stop-apiserver": lambda cluster: provider.stop_apiserver(cluster),
-        "start-apiserver": lambda cluster: provider.start_apiserver(cluster),
+        "interrupt": lambda process, how: provider.interrupt(process, how),
+        "resume": lambda process: provider.resume(process),
     }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from kubernetes.client.rest import ApiException
 
-from harness import inventory, kube, multikueue, workloads
+from harness import faults, inventory, kube, multikueue, workloads
 from harness.autoscaler import Behaviour, FakeAutoscaler
 from harness.durations import parse_duration
 from harness.environment import Cluster, Environment
@@ -562,6 +562,16 @@ class Scenario:
             events.append(Event(e.t, cluster, e.kind, e.workload, e.data))
         return Timeline(events)
 
+    def environment_faults(self) -> list[faults.Window]:
+        """The injected faults (`mkdc run --inject`) that could have disturbed this scenario,
+        from shortly before it started (what a fault disturbs takes time to settle)."""
+        logged = [
+            {**e.data, "t": e.t}
+            for e in self.ctx.recorder.snapshot()
+            if e.kind == Kind.ACTION and e.what == faults.ACTION
+        ]
+        return faults.overlapping(faults.windows(logged), self.started, self.ctx.recorder.now())
+
     def _mine(self, e: Event) -> bool:
         if e.kind == Kind.CLUSTER_ACTIVE:
             return e.about_cluster in self.members or e.about_cluster in self.decoys
@@ -643,6 +653,20 @@ class Scenario:
     def restart_dispatcher(self, replica: int = 0) -> None:
         self.ctx.control.call("start-dispatcher", replica=replica)
         self.mark("dispatcher-restarted", replica=replica)
+
+    # ------------------------------------------------------------ the manager
+
+    def take_out(self, process: str, how: str = "stop") -> None:
+        """Take one of the manager's processes out (`manager-apiserver`, `manager-kueue`):
+        `stop` (SIGTERM) or `kill` (SIGKILL, a crash). The scenario's own doing, judged by
+        its checks; an ACTION `<process>-down` marks it."""
+        self.mark(f"{process}-down", how=how)
+        self.ctx.control.call("interrupt", process=process, how=how)
+
+    def bring_back(self, process: str) -> None:
+        """Start it again; returns once it serves (ACTION `<process>-back`)."""
+        self.ctx.control.call("resume", process=process)
+        self.mark(f"{process}-back")
 
     # ------------------------------------------------------------------ cleanup
 

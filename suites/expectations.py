@@ -21,7 +21,7 @@ from harness.multikueue import API
 from harness.recording.timeline import Kind, Timeline
 from harness.scenario import Scenario
 from harness.session import Result, Session, current
-from suites.checks import CATALOGUE, Bounds, Verdict, run_check
+from suites.checks import CATALOGUE, Bounds, Check, Verdict, run_check
 from suites.scorecard import scorecard
 
 ANY_TIMELINE = ("CORE-01", "CORE-02", "CORE-05")  # hold on every scenario's timeline
@@ -118,8 +118,8 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
             CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
         )
         _record(sc, check_id, verdict, tl, b, origin)
-        if not verdict.passed and not verdict.inconclusive:
-            failures.append(f"{check_id} {CATALOGUE[check_id].name}: {verdict.message}")
+        if check_id in sc.failed:
+            failures.append(f"{check_id} {CATALOGUE[check_id].name}: {sc.failed[check_id]}")
     assert not failures, "\n".join(failures)
 
 
@@ -168,12 +168,14 @@ DECIDED_BY_WAIT: dict[str, Callable[[Timeline], bool]] = {
     "CORE-07": lambda tl: len(tl.where(Kind.CONFIG_CHANGED)) > 1,  # after the cluster joined
     "CORE-06": lambda tl: bool(tl.where_placed()),  # placed once: then the re-placement
     "EXT-09": lambda tl: bool(tl.where_placed()),  # placed once: then placed elsewhere
-    "EXT-11": lambda tl: _restarted(tl),  # after the dispatcher was restarted
+    "EXT-11": lambda tl: _acted(tl, "dispatcher-restarted"),  # after the dispatcher was back
+    "EXT-13": lambda tl: _acted(tl, "manager-apiserver-back"),  # after the apiserver was back
+    "EXT-14": lambda tl: _acted(tl, "manager-kueue-back"),  # after Kueue was back
 }
 
 
-def _restarted(tl: Timeline) -> bool:
-    return any(e.what == "dispatcher-restarted" for e in tl.where(Kind.ACTION))
+def _acted(tl: Timeline, what: str) -> bool:
+    return any(e.what == what for e in tl.where(Kind.ACTION))
 
 
 def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None:
@@ -248,6 +250,9 @@ def _record(
             if verdict.passed
             else (Result.SKIPPED if verdict.inconclusive else Result.FAILED)
         )
+    excuse = excused(CATALOGUE[check_id], result, sc, origin)
+    if excuse:
+        result, why = Result.UNDECIDED, f"{excuse}: not judged ({result}: {why or verdict.message})"
     if result == Result.FAILED:
         sc.failed[check_id] = why or verdict.message
     _write(
@@ -279,6 +284,16 @@ def _record(
             "shape": sc.shape.to_report(),
         },
     )
+
+
+def excused(check: Check, result: Result, sc: Scenario, origin: float) -> str:
+    """Why an injected environment fault excuses this result (see harness.faults), or "".
+    A check that rests on the dispatcher's own writes is never excused; any other failed
+    or undecided result of a scenario the fault disturbed becomes undecided, naming it."""
+    if result not in (Result.FAILED, Result.UNDECIDED) or check.writes_only:
+        return ""
+    hit = sc.environment_faults()
+    return "environment: " + "; ".join(w.describe(origin) for w in hit) if hit else ""
 
 
 def _with_context(sc: Scenario, message: str) -> str:

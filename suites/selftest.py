@@ -98,6 +98,8 @@ EXPECTED: dict[str, Expectation] = dict(
         _e("nominates-inactive", ["EXT-10"], "CORE-03"),
         _e("resets-on-restart", ["EXT-11"], "CORE-03"),
         _e("both-replicas-write", ["EXT-12"], "CORE-03"),
+        _e("stale-watch", ["EXT-13"], "EXT-14"),
+        _e("drops-refused-writes", ["EXT-14"], "EXT-13"),
     ]
 )
 

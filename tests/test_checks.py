@@ -552,6 +552,78 @@ CASES = [
         "back t=12.0s",
     ),
     unclear("EXT-11", "no-restart", escalating((0.5, "w1"), place=(3, "w1"))),
+    # EXT-13 and EXT-14: the manager's apiserver or Kueue out from 7 to 12 (round of w1 due at
+    # 10.5, latest 10.5 + 5 + 3 = 18.5; a reset shows at 12 + 10)
+    *[
+        case
+        for check, process in (("EXT-13", "manager-apiserver"), ("EXT-14", "manager-kueue"))
+        for case in (
+            Case(
+                check,
+                "resumes-when-back",
+                escalating((0.5, "w1"), (12.4, "w2"), place=(15, "w2"))
+                .action(7, f"{process}-down")
+                .action(12, f"{process}-back"),
+            ),
+            fail(
+                check,
+                "reset",
+                escalating((0.5, "w1"), (22.5, "w2"), place=(25, "w2"))
+                .action(7, f"{process}-down")
+                .action(12, f"{process}-back"),
+                "round reset",
+                f"{process} down t=7.0s",
+                "due by t=18.5s",
+            ),
+            fail(
+                check,
+                "jump",
+                escalating((0.5, "w1"), (7.1, "w2"), place=(20, "w2"))
+                .action(7, f"{process}-down")
+                .action(12, f"{process}-back"),
+                "jumped",
+            ),
+            fail(
+                check,
+                "lost",
+                escalating((0.5, "w1"))
+                .action(7, f"{process}-down")
+                .action(12, f"{process}-back")
+                .mark(100),
+                "due by t=18.5s",
+                "never placed",
+            ),
+            Case(  # created once it was back: seen at 14.5
+                check,
+                "sees-new-workloads",
+                Story()
+                .action(7, f"{process}-down")
+                .action(12, f"{process}-back")
+                .created(13)
+                .nominate(14.5, "w1")
+                .place(18, "w1"),
+            ),
+            fail(  # created once it was back, never seen: due by 13 + handover_slack
+                check,
+                "never-sees-new-workloads",
+                Story()
+                .action(7, f"{process}-down")
+                .action(12, f"{process}-back")
+                .created(13)
+                .mark(100),
+                "first nomination none, due by t=43.0s",
+                "not re-established",
+            ),
+            unclear(
+                check,
+                "placed-before",
+                escalating((0.5, "w1"), place=(3, "w1"))
+                .action(7, f"{process}-down")
+                .action(12, f"{process}-back"),
+            ),
+            unclear(check, "no-outage", escalating((0.5, "w1"), place=(3, "w1"))),
+        )
+    ],
     # EXT-12 (two replicas: mkdc-a leads, then mkdc-b)
     Case(
         "EXT-12",
@@ -698,6 +770,8 @@ EXPECTED_NAMES = {
     "EXT-10": "SkipsInactiveClusters",
     "EXT-11": "RestartResilience",
     "EXT-12": "LeaderFailover",
+    "EXT-13": "ManagerApiserverRestart",
+    "EXT-14": "KueueRestart",
 }
 EXPECTED_FEATURES = {
     "EXT-01": "BoundedFanOut",
@@ -712,6 +786,8 @@ EXPECTED_FEATURES = {
     "EXT-10": "InactiveAware",
     "EXT-11": "RestartSafe",
     "EXT-12": "HighAvailability",
+    "EXT-13": "RestartSafe",
+    "EXT-14": "RestartSafe",
 }
 
 

@@ -94,7 +94,7 @@ def test_down_never_removes_what_the_record_does_not_name(capsys, tmp_path, monk
 def test_checks_lists_the_catalogue_with_the_scenario_that_decides_each(capsys):
     code = cli.main(["checks"])
     lines = capsys.readouterr().out.splitlines()
-    assert code == 0 and len(lines) == 2 * 21
+    assert code == 0 and len(lines) == 2 * 23
     at = lines.index(next(line for line in lines if line.startswith("EXT-07 ")))
     assert (
         lines[at + 1].strip().startswith("decided by: suites/conformance/test_ordering.py::test_")

@@ -315,6 +315,6 @@ def test_worker_kubeconfig_not_in_a_secret(kubeconfigs):
     _fails(kubeconfigs, fakes(manager=manager), "does not read its kubeconfig from a Secret")
 
 
-def test_cannot_stop_apiservers(kubeconfigs):
-    with pytest.raises(UserError, match="cannot stop"):
-        ExistingProvider(kubeconfigs, DISPATCHER).stop_apiserver("w1")
+def test_cannot_take_processes_out(kubeconfigs):
+    with pytest.raises(UserError, match="cannot take w1-apiserver out"):
+        ExistingProvider(kubeconfigs, DISPATCHER).interrupt("w1-apiserver", "stop")

@@ -275,3 +275,94 @@ def test_cli_splits_the_fault_and_rejects_unknown_ones(capsys: pytest.CaptureFix
     assert main(["--fault", "nope"]) == 2
     assert "not a fault" in capsys.readouterr().err
     assert main(["--fault", "big-step", "--write-mode", "update"]) == 2  # reference's checks
+
+
+class RefusedWhileKueueIsDown(RefusingKube):
+    """Kueue's webhook is down for the first `down` writes: each is refused with a 500."""
+
+    def __init__(self, wl: dict[str, Any], down: int) -> None:
+        super().__init__(wl)
+        self.down = down
+
+    def _refuse(self) -> None:
+        if self.down:
+            self.down -= 1
+            raise ApiException(status=500, reason='failed calling webhook "vworkload.kb.io"')
+
+    def patch_workload(self, ns: str, name: str, body: dict[str, Any], manager: str):
+        self._refuse()
+        return super().patch_workload(ns, name, body, manager)
+
+    def patch_workload_status(self, ns: str, name: str, ctype: str, body, params):
+        self._refuse()
+        return super().patch_workload_status(ns, name, ctype, body, params)
+
+
+def _controller(fault: str | None, kube: Any) -> Controller:
+    make = factory(FAULTS[fault]) if fault else Controller
+    ctl = make(S, kube, Metrics(), None, threading.Event())
+    for plural, objs in snapshot().items():
+        ctl.informers[plural].cache = copy.deepcopy(objs)
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    return ctl
+
+
+def test_drops_refused_writes_gives_up_where_the_reference_retries() -> None:
+    kube = RefusedWhileKueueIsDown(workload(), down=1)
+    faulty = _controller("drops-refused-writes", kube)
+    assert faulty.reconcile("ns/job-a") is None  # refused: given up
+    assert faulty.reconcile("ns/job-a") is None  # Kueue is back: still given up
+    assert kube.written == []
+    kube = RefusedWhileKueueIsDown(workload(), down=1)
+    ref = _controller(None, kube)
+    with pytest.raises(ApiException):  # the work loop retries it with backoff
+        ref.reconcile("ns/job-a")
+    ref.reconcile("ns/job-a")
+    assert kube.written == [["w1"]]
+
+
+def test_drops_refused_writes_still_raises_what_is_no_refusal() -> None:
+    kube = RefusingKube(workload())
+    faulty = _controller("drops-refused-writes", kube)
+    kube.patch_workload_status = lambda *a: (_ for _ in ()).throw(ApiException(status=403))  # type: ignore[method-assign]
+    with pytest.raises(ApiException):
+        faulty.reconcile("ns/job-a")
+
+
+class DroppingWatch:
+    """Lists one workload; its first watch ends on time (the server's timeout), the next
+    meets a refused connection (the apiserver restarting), then the server is back."""
+
+    def __init__(self) -> None:
+        self.watches = 0
+
+    def list(self, plural: str) -> tuple[list[dict[str, Any]], str]:
+        return [workload()], "1"
+
+    def watch(self, plural: str, rv: str):
+        self.watches += 1
+        if self.watches == 2:
+            raise ConnectionRefusedError("connection refused")
+        if self.watches > 3:
+            threading.Event().wait(0.05)
+        return iter(())
+
+
+def test_stale_watch_never_reconnects_after_a_dropped_connection() -> None:
+    from dispatchers.faulty.faults import QuitsOnDrop, StaleWatch
+    from dispatchers.reference.kube import Informer
+
+    for informer, quits in ((QuitsOnDrop, True), (Informer, False)):
+        kube, stop, seen = DroppingWatch(), threading.Event(), list[str]()
+        handler: Any = lambda kind, obj, seen=seen: seen.append(kind)  # noqa: E731
+        inf = informer(kube, "workloads", handler, print, stop)  # type: ignore[arg-type]
+        t = threading.Thread(target=inf.run, daemon=True)
+        t.start()
+        t.join(timeout=3 if quits else 2)
+        stop.set()
+        t.join(timeout=5)
+        assert seen == ["SYNC"] and list(inf.cache) == ["ns/job-a"]
+        assert (kube.watches == 2) is quits, informer  # the reference is back watching
+    ctl = factory(FAULTS["stale-watch"])(S, object(), Metrics(), None, threading.Event())
+    assert isinstance(ctl, StaleWatch) and isinstance(ctl.informers["workloads"], QuitsOnDrop)
+    assert not isinstance(ctl.informers["multikueueclusters"], QuitsOnDrop)

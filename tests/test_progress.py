@@ -260,7 +260,7 @@ def test_every_recorded_result_is_also_a_verdict_event(
     session = use_session(tmp_path, monkeypatch)
     from harness.session import current
 
-    expectations.record_skipped(current(), ["CORE-04"], "the provider cannot stop-apiserver")
+    expectations.record_skipped(current(), ["CORE-04"], "the provider cannot take a process out")
     [event] = Follower(session / "events.jsonl").read()
     assert event["event"] == progress.CHECK_VERDICT
     assert (event["check"], event["name"], event["result"]) == (
@@ -268,7 +268,7 @@ def test_every_recorded_result_is_also_a_verdict_event(
         "EventualPlacement",
         "skipped",
     )
-    assert event["message"] == "the provider cannot stop-apiserver"
+    assert event["message"] == "the provider cannot take a process out"
 
 
 def test_the_plan_line_says_how_many_scenarios_and_then_how_many_more() -> None:

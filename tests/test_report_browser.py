@@ -140,7 +140,7 @@ def test_the_first_screen_shows_the_verdict_and_the_first_failed_check(scratch: 
     screen = where["viewport"]["height"]
     assert where["viewport"]["width"] == WIDTH and 600 <= screen <= HEIGHT
     checks = where["checks"]
-    assert len(checks) == 21
+    assert len(checks) == 23
     first = next(c for c in checks if c["result"] == "failed")
     assert first["heading"]["bottom"] <= screen, (
         f"the first failed check ({first['id']}) starts {first['heading']['top']:.0f} px "

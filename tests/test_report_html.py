@@ -63,7 +63,7 @@ def test_verdict_then_checks_worst_first_then_scorecard_then_environment(
         "check",
         "not-supported",
     ]
-    assert len(checks) == 21
+    assert len(checks) == 23
     # every check section sits between the Checks and Scorecard headings
     at = [i for i, (kind, _) in enumerate(items) if kind == "check"]
     assert items.index(("h2", "Checks")) < at[0] and at[-1] < items.index(("h2", "Scorecard"))
@@ -73,7 +73,7 @@ def test_the_verdict_says_result_counts_and_indexes_the_checks(tmp_path: Path) -
     page = page_of(tmp_path)
     verdict = page[page.index('<header class="verdict') : page.index("</header>")]
     assert '<span class="badge failed">failed</span>' in verdict
-    for words in ("2 failed", "1 undecided", "17 passed", "0 skipped", "1 not supported"):
+    for words in ("2 failed", "1 undecided", "19 passed", "0 skipped", "1 not supported"):
         assert words in verdict
     assert '<a href="#CORE-05">CORE-05 SingleExecution</a>' in verdict
     assert '<a href="#EXT-12">EXT-12</a>' in verdict
@@ -132,7 +132,7 @@ def test_everything_the_report_says_is_on_the_page(tmp_path: Path) -> None:
     for check in doc["checks"]:
         assert check["message"].replace("<", "&lt;") in page
         assert f'<section class="check {check["result"]}" id="{check["id"]}">' in page
-    assert page.count('<svg class="timeline"') == 20  # every check that ran has its picture
+    assert page.count('<svg class="timeline"') == 22  # every check that ran has its picture
 
 
 def _leaves(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

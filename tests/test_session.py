@@ -20,7 +20,7 @@ def test_round_trip_keeps_every_field_and_the_file_is_private(tmp_path: Path) ->
         control_address="127.0.0.1:4242",
         control_key=b"\x00\xff",
         dispatcher_users=frozenset({"system:serviceaccount:kueue-system:mkdc-dispatcher-0"}),
-        capabilities=frozenset({"stop-apiserver"}),
+        capabilities=frozenset({"faults"}),
         slacks={"escalation_slack": "5s"},
         checks=("CORE-01",),
         skip_checks=("EXT-12",),

@@ -15,6 +15,7 @@ an injected clock, so every fault is unit-tested without a cluster.
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from kubernetes.client.rest import ApiException
 
 from dispatchers.reference import model, writes
 from dispatchers.reference.controller import Controller, Plan, Snapshot, plan
+from dispatchers.reference.kube import Forbidden, Informer
 from dispatchers.reference.policy import MAX_NOMINEES, Decision, DispatchState, StateError
 from dispatchers.reference.settings import MAX_STEP, Settings, parse_duration
 
@@ -399,6 +401,63 @@ class IgnoresLeader(Controller):
         return True
 
 
+class QuitsOnDrop(Informer):
+    """An informer that takes a dropped connection for the end of the world: it stops
+    watching and keeps its cache as it was (a watch the server ended on time, or that
+    expired, is still resumed as the reference's is)."""
+
+    def run(self) -> None:
+        rv: str | None = None
+        while not self.stop.is_set():
+            try:
+                rv = self._relist() if rv is None else self._watch(rv)
+            except Forbidden as err:
+                self.on_fatal(err)
+                return
+            except ApiException as err:
+                if err.status != 410:
+                    return
+                rv = None
+            except Exception:  # connection refused, reset: it never reconnects
+                logging.getLogger("mkdc.faulty").warning(
+                    "watch dropped: not watching %s any more", self.plural
+                )
+                return
+
+
+class StaleWatch(Controller):
+    """EXT-13: its Workload watch never comes back after the manager's apiserver went away,
+    so workloads created after that are never seen (those it knew keep their timers)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        old = self.informers["workloads"]
+        self.informers["workloads"] = QuitsOnDrop(
+            old.kube, old.plural, old.handler, old.on_fatal, old.stop
+        )
+
+
+class DropsRefusedWrites(Controller):
+    """EXT-14: a workload whose write the server refused (a 5xx: Kueue's webhook down, say)
+    is given up for good, where the reference retries it with backoff."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.given_up: set[str] = set()
+
+    def reconcile(self, key: str) -> float | None:
+        if key in self.given_up:
+            return None
+        try:
+            return super().reconcile(key)
+        except ApiException as err:
+            if err.status is None or err.status < 500:
+                raise
+            self.given_up.add(key)
+            logging.getLogger("mkdc.faulty").warning("write refused: giving up on %s", key)
+            return None
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -441,5 +500,9 @@ FAULTS: dict[str, Fault] = {
         Fault("resets-on-restart", "keeps round state in memory only", resets_on_restart),
         Fault("both-replicas-write", "two replicas, both write", controller=IgnoresLeader,
               replicas=2),
+        Fault("stale-watch", "never re-watches Workloads after a dropped connection",
+              controller=StaleWatch),
+        Fault("drops-refused-writes", "gives up on a workload whose write the server refused",
+              controller=DropsRefusedWrites),
     )
 }  # fmt: skip

@@ -40,6 +40,11 @@ PLURALS = (
     "multikueueclusters",
 )
 MAX_CONFLICTS = 5
+# A failed reconcile (the apiserver restarting, Kueue's webhook down) is retried with
+# backoff up to this: an escalation due during an outage lands within 2 s of its end
+# (a reset round would land a whole timeout later). The client's QPS limit bounds what
+# many failing workloads send meanwhile.
+RETRY_MAX_SECONDS = 2.0
 Snapshot = Mapping[str, Mapping[str, Mapping[str, Any]]]  # plural -> key -> object
 
 
@@ -154,7 +159,7 @@ class Controller:
         self.settings, self.kube, self.metrics = settings, kube, metrics
         self.elector, self.stop, self.clock = elector, stop, clock
         self.planner = planner  # ``plan`` or a drop-in with its signature (faulty dispatchers)
-        self.queue = WorkQueue()
+        self.queue = WorkQueue(max_delay=RETRY_MAX_SECONDS)
         self.fatal: str | None = None
         self.events = EventSink(
             lambda wl, reason, msg: kube.event(wl, reason, msg, "mkdc-reference-dispatcher"),

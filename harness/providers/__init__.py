@@ -2,7 +2,7 @@
 
 `local` starts processes on this machine; `kind` creates kind clusters; `existing`
 uses clusters the user already runs. The suite only sees the Environment and the
-capabilities a provider declares (e.g. stopping a worker's apiserver).
+capabilities a provider declares (e.g. taking one of its processes out, as a fault).
 """
 
 from __future__ import annotations
@@ -11,7 +11,11 @@ from typing import Protocol
 
 from harness.environment import Environment
 
-STOP_APISERVER = "stop-apiserver"  # can stop and restart a worker's kube-apiserver
+# can stop, kill or freeze one process of a cluster (its apiserver, Kueue, the shared
+# etcd) and bring it back: `interrupt(process, how)` and `resume(process)`
+FAULTS = "faults"
+# what a scenario that needs a capability says when the provider lacks it
+CANNOT = {FAULTS: "take a cluster's processes out and bring them back (the local provider can)"}
 
 
 class Provider(Protocol):
@@ -22,6 +26,6 @@ class Provider(Protocol):
 
     def down(self) -> None: ...
 
-    def stop_apiserver(self, cluster: str) -> None: ...
+    def interrupt(self, process: str, how: str) -> None: ...
 
-    def start_apiserver(self, cluster: str) -> None: ...
+    def resume(self, process: str) -> None: ...

@@ -270,11 +270,13 @@ class ExistingProvider:
             if self.run_dir is not None:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
 
-    def stop_apiserver(self, cluster: str) -> None:
-        raise UserError("the existing provider cannot stop a cluster's apiserver")
+    def interrupt(self, process: str, how: str) -> None:
+        raise UserError(
+            f"the existing provider cannot take {process} out (faults need --provider local)"
+        )
 
-    def start_apiserver(self, cluster: str) -> None:
-        raise UserError("the existing provider cannot start a cluster's apiserver")
+    def resume(self, process: str) -> None:
+        raise UserError(f"the existing provider cannot bring {process} back")
 
     # ------------------------------------------------------------------ checks
 

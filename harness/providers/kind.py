@@ -562,11 +562,13 @@ class KindProvider:
         argv[0] = self.which(argv[0]) or argv[0]
         return argv
 
-    def stop_apiserver(self, cluster: str) -> None:
-        raise UserError("the kind provider cannot stop a cluster's apiserver")
+    def interrupt(self, process: str, how: str) -> None:
+        raise UserError(
+            f"the kind provider cannot take {process} out (faults need --provider local)"
+        )
 
-    def start_apiserver(self, cluster: str) -> None:
-        raise UserError("the kind provider cannot start a cluster's apiserver")
+    def resume(self, process: str) -> None:
+        raise UserError(f"the kind provider cannot bring {process} back")
 
     # ------------------------------------------------------------------- pieces
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import ssl
 import time
 import urllib.request
@@ -25,7 +26,7 @@ from harness import kube, kueue_install, mountns, multikueue, pki, rundir, toolc
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
 from harness.procs import Supervisor, free_port
-from harness.providers import STOP_APISERVER
+from harness.providers import FAULTS
 from harness.versions import Versions
 
 MANAGER = "manager"
@@ -112,7 +113,7 @@ class LocalProvider:
     """Starts and stops one manager + N workers as local processes."""
 
     name = "local"
-    capabilities = frozenset({STOP_APISERVER})
+    capabilities = frozenset({FAULTS})
 
     def __init__(
         self,
@@ -150,6 +151,7 @@ class LocalProvider:
         self.clusters: dict[str, LocalCluster] = {}
         self.argv: dict[str, list[str]] = {}
         self.env: dict[str, dict[str, str]] = {}
+        self.etcd_port = 0
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -234,15 +236,42 @@ class LocalProvider:
 
     # ------------------------------------------------------------ for scenarios
 
-    def stop_apiserver(self, cluster: str) -> None:
+    def interrupt(self, process: str, how: str) -> None:
+        """Take one process out, as a fault would: `stop` (SIGTERM, a clean restart),
+        `kill` (SIGKILL, a crash) or `freeze` (SIGSTOP: its clients' requests hang, as
+        behind a network partition). `resume` brings it back."""
         assert self.supervisor is not None
-        self.supervisor.stop(f"{cluster}-apiserver")
+        if process not in self.argv:
+            raise UserError(f"no process {process!r} in this environment")
+        if how == "freeze":
+            self.supervisor.send_signal(process, signal.SIGSTOP)
+        elif how in ("stop", "kill"):
+            sig = signal.SIGKILL if how == "kill" else signal.SIGTERM
+            self.supervisor.stop(process, sig=sig, grace=0 if how == "kill" else 10.0)
+        else:
+            raise ValueError(f"interrupt: {how!r} is not stop, kill or freeze")
 
-    def start_apiserver(self, cluster: str) -> None:
+    def resume(self, process: str) -> None:
+        """A frozen process continues; a stopped one starts again with the command it first
+        had, and this returns once it serves again."""
         assert self.supervisor is not None
-        name = f"{cluster}-apiserver"
-        self.supervisor.start(name, self.argv[name], env=self.env.get(name), layer=_layer(name))
-        self._wait_apiserver(self.clusters[cluster])
+        if self.supervisor.running(process):
+            self.supervisor.send_signal(process, signal.SIGCONT)
+            return
+        self.supervisor.start(
+            process, self.argv[process], env=self.env.get(process), layer=_layer(process)
+        )
+        kind = process_kind(process)
+        cluster = self.clusters.get(process.removesuffix(f"-{kind}"))
+        if kind == "etcd":
+            self._wait_etcd()
+        elif kind == "apiserver" and cluster is not None:
+            self._wait_apiserver(cluster)
+        elif kind == "kueue" and cluster is not None:
+            dyn = kube.dynamic_client(kube.api_client(cluster.kubeconfig))
+            self._wait(
+                f"{cluster.name} kueue webhooks", lambda: self._probe_webhooks(cluster, dyn), 120
+            )
 
     # ------------------------------------------------------------------- pieces
 
@@ -303,15 +332,20 @@ class LocalProvider:
                 "--log-level=warn",
             ],
         )
+        self.etcd_port = client_port
+        self._wait_etcd()
+        return client_port
+
+    def _wait_etcd(self) -> None:
+        port = self.etcd_port
 
         def healthy() -> None:
             self._check("etcd")
-            with urllib.request.urlopen(f"http://127.0.0.1:{client_port}/health", timeout=2) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                 if b'"true"' not in r.read():
                     raise kube.NotYet("etcd not healthy")
 
         self._wait("etcd", healthy, 30)
-        return client_port
 
     def _start_apiserver(self, c: LocalCluster, binary: Path, etcd_port: int) -> None:
         assert self.run_dir is not None

@@ -23,7 +23,7 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from harness import kube
+from harness import faults, kube
 from harness.environment import Cluster, Environment
 from harness.multikueue import API
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
@@ -410,11 +410,12 @@ class Recorder:
             )
             t.start()
             self._threads.append(t)
+        tails = {"rec-faults": (self.env.run_dir / faults.LOG_FILE, self._fault_line)}
         audit = self.env.info.get("auditLog")
         if audit:
-            t = threading.Thread(
-                target=self._tail_audit, args=(Path(audit),), name="rec-audit", daemon=True
-            )
+            tails["rec-audit"] = (Path(audit), self._audit_line)
+        for name, (path, on_line) in tails.items():
+            t = threading.Thread(target=self._tail, args=(path, on_line), name=name, daemon=True)
             t.start()
             self._threads.append(t)
         names = {f"{w.cluster.name}/{w.kind}" for w in watches}
@@ -521,7 +522,8 @@ class Recorder:
         for kind, data in changes:
             self.emit(Event(now, label, kind, workload, data))
 
-    def _tail_audit(self, path: Path) -> None:
+    def _tail(self, path: Path, on_line: Callable[[str], None]) -> None:
+        """Follow a file another process appends whole lines to (it may not exist yet)."""
         position = 0
         while not self._stop.is_set():
             try:
@@ -531,10 +533,18 @@ class Recorder:
                         if not line.endswith("\n"):
                             break
                         position += len(line.encode())
-                        self._audit_line(line)
+                        on_line(line)
             except FileNotFoundError:
                 pass
             self._stop.wait(0.2)
+
+    def _fault_line(self, line: str) -> None:
+        """An injected environment fault began or ended: an ACTION on the cluster it hit."""
+        r = faults.Record(**json.loads(line))
+        data: dict[str, Any] = {"what": faults.ACTION, "fault": r.fault, "target": r.target}
+        data |= {"phase": r.phase, "id": r.id, "says": r.says}
+        cluster = r.target if any(c.name == r.target for c in self.env.workers) else MANAGER
+        self.emit(Event(r.t, cluster, Kind.ACTION, "", data))
 
     def _audit_line(self, line: str) -> None:
         try:

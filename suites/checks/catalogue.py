@@ -25,6 +25,10 @@ class Check:
     summary: str
     evaluate: Evaluate
     scope: Scope = "workload"
+    # judged on what the dispatcher wrote alone (names, their number, when, to whom): no
+    # fault of the environment excuses a failure; any other check that fails while an
+    # injected fault disturbed its scenario is undecided, naming the fault
+    writes_only: bool = False
 
     def supported_by(self, features: Iterable[str]) -> bool:
         """Core checks always apply; extended ones when the profile claims the feature."""
@@ -60,11 +64,12 @@ def check(
     summary: str,
     feature: str | None = None,
     scope: Scope = "workload",
+    writes_only: bool = False,
 ) -> Callable[[Evaluate], Evaluate]:
     """Declare the decorated evaluator as catalogue check `id` (core unless `feature`)."""
 
     def declare(evaluate: Evaluate) -> Evaluate:
-        register(CATALOGUE, Check(id, name, feature, summary, evaluate, scope))
+        register(CATALOGUE, Check(id, name, feature, summary, evaluate, scope, writes_only))
         return evaluate
 
     return declare

@@ -24,6 +24,7 @@ from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
     "CORE-03",
     "NoNominationAfterPlacement",
     summary="Once clusterName is set, the dispatcher leaves nominatedClusterNames alone.",
+    writes_only=True,
 )
 def no_nomination_after_placement(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-03: while clusterName is set (PLACEMENT non-empty until a PLACEMENT ""), no
@@ -115,6 +116,7 @@ def redispatch_after_eviction(tl: Timeline, b: Bounds) -> Verdict:
     "ForeignWorkloadsUntouched",
     summary="Workloads that are not pending MultiKueue work are not written by the dispatcher.",
     scope="scenario",
+    writes_only=True,
 )
 def foreign_workloads_untouched(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-08 (scenario scope): a foreign workload (Bounds.foreign_workloads, plus every

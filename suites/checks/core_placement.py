@@ -22,6 +22,7 @@ from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
     "CORE-01",
     "NominatesConfiguredOnly",
     summary="Only clusters of the workload's MultiKueueConfig are ever nominated.",
+    writes_only=True,
 )
 def nominates_configured_only(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-01: every nominated name is in the config (Bounds.clusters, extended from
@@ -44,6 +45,7 @@ def nominates_configured_only(tl: Timeline, b: Bounds) -> Verdict:
     "CORE-02",
     "NominationListValid",
     summary="The nomination list stays within the API maximum and has no duplicates.",
+    writes_only=True,
 )
 def nomination_list_valid(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-02: no NOMINATION longer than Bounds.max_nominations, none with duplicates;

@@ -1,6 +1,7 @@
 """InactiveAware, RestartSafe and HighAvailability, decided by
-suites/conformance/test_resilience.py: inactive clusters, a dispatcher restart and a
-leader failover cost no round and lose no workload."""
+suites/conformance/test_resilience.py: inactive clusters, a dispatcher restart, the
+manager's apiserver or Kueue restarting, and a leader failover cost no round and lose
+no workload."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from suites.checks.queries import (
     configured,
     created_at,
     end_of,
+    first_nomination,
     first_placement,
     inactive_at,
     inactive_spans,
@@ -114,14 +116,90 @@ def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     return Verdict.ok(**measured)
 
 
-def _restart_window(r: RoundReview, kill: float, back: float, b: Bounds, end: float) -> list[str]:
-    """The round running at the kill must end on its original schedule (see EXT-11)."""
+@check(
+    "EXT-13",
+    "ManagerApiserverRestart",
+    feature="RestartSafe",
+    summary="The manager's kube-apiserver restarting mid-round neither resets nor jumps the "
+    "round, and workloads created once it is back are dispatched (watches re-established).",
+)
+def manager_apiserver_restart(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-13: around ACTIONs "manager-apiserver-down" (td) and "manager-apiserver-back"
+    (tb), see `_survives_outage`."""
+    return _survives_outage(tl, b, "manager-apiserver")
+
+
+@check(
+    "EXT-14",
+    "KueueRestart",
+    feature="RestartSafe",
+    summary="The manager's Kueue crashing mid-round (its webhooks refusing every Workload "
+    "write until it is back) neither resets nor loses the round.",
+)
+def kueue_restart(tl: Timeline, b: Bounds) -> Verdict:
+    """EXT-14: around ACTIONs "manager-kueue-down" (td) and "manager-kueue-back" (tb), see
+    `_survives_outage`. While Kueue is down its Workload webhook (failurePolicy Fail)
+    refuses every write, so an escalation due then is made only by a dispatcher that
+    retries a refused write."""
+    return _survives_outage(tl, b, "manager-kueue")
+
+
+def _survives_outage(tl: Timeline, b: Bounds, process: str) -> Verdict:
+    """A manager process was out from td to tb (outage o = tb - td). A workload created
+    before td and unplaced then: the round running at td escalates on its original
+    schedule (EXT-11's window with the outage as downtime: no jump, no reset), and it is
+    placed within placement_bound(expected_cluster) + o of creation. A workload created
+    after tb: its first nomination comes within handover_slack of creation (the time a
+    dispatcher gets to recover, as a standby to take over: a dispatcher whose watch
+    never came back never sees it), and it is placed within placement_bound +
+    handover_slack."""
+    down = _action(tl, f"{process}-down")
+    back = _action(tl, f"{process}-back", after=down.t if down else INF)
+    if down is None or back is None:
+        return Verdict.unclear(f"no {process}-down/{process}-back actions")
+    outage, created = back.t - down.t, created_at(tl)
+    placed, end = first_placement(tl), end_of(tl, b)
+    measured: dict[str, Any] = {"outageSeconds": outage}
+    problems: list[str] = []
+    if created >= back.t:
+        due = created + b.handover_slack
+        first = first_nomination(tl)
+        if (first is None and end >= due) or (first is not None and first.t > due):
+            when = f"at {at(first.t)}" if first else "none"
+            problems.append(
+                f"created after {process} was back ({at(back.t)}): first nomination {when}, "
+                f"due by {at(due)} (its watch of Workloads not re-established?)"
+            )
+        stuck_at = created + b.placement_bound(b.expected_cluster) + b.handover_slack
+    elif placed is not None and placed.t <= down.t:
+        return Verdict.unclear(f"placed at {at(placed.t)}, before {process} went down")
+    else:
+        reviews = [r for r in review_rounds(tl, b) if r.round.t <= down.t and r.timeout]
+        if reviews:
+            measured["outageOffsetSeconds"] = down.t - reviews[-1].round.t
+            problems += _restart_window(reviews[-1], down.t, back.t, b, end, process)
+        stuck_at = created + b.placement_bound(b.expected_cluster) + outage
+    if (placed is None and end >= stuck_at) or (placed and placed.t > stuck_at):
+        state = f"placed at {at(placed.t)}" if placed else "never placed"
+        problems.append(f"workload {state}; bound {at(stuck_at)}")
+    if problems:
+        return Verdict.fail(problems, **measured)
+    if placed is None:
+        return not_judged(end, stuck_at, "the placement bound")
+    return Verdict.ok(**measured)
+
+
+def _restart_window(
+    r: RoundReview, kill: float, back: float, b: Bounds, end: float, what: str = "dispatcher"
+) -> list[str]:
+    """The round running when `what` went down must end on its original schedule (EXT-11)."""
     assert r.timeout is not None
     due = r.round.t + r.timeout
     latest = due + (back - kill) + b.escalation_slack
-    label = f"round {joined(r.round.added)} of {at(r.round.t)} (killed {at(kill)}, back {at(back)})"
+    went = "killed" if what == "dispatcher" else f"{what} down"
+    label = f"round {joined(r.round.added)} of {at(r.round.t)} ({went} {at(kill)}, back {at(back)})"
     if r.next_t is None:
-        return [r.late] if r.late and end >= latest else []
+        return [f"never escalated: {label} due by {at(latest)}"] if r.late and end >= latest else []
     if r.next_t < due - b.early_tolerance:
         return [f"jumped: escalated at {at(r.next_t)}, {label} was due at {at(due)}"]
     if r.next_t > latest:

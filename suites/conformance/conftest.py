@@ -19,6 +19,7 @@ from harness import control, progress
 from harness.environment import Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import SHARED, load_profile
+from harness.providers import CANNOT
 from harness.recording.recorder import Recorder
 from harness.scenario import Context, Scenario
 from harness.session import Session, current
@@ -47,7 +48,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             )
             item.add_marker(pytest.mark.skip(reason="slow: only in the full run"))
         elif (need := _missing_capability(item, session)) is not None:
-            expectations.record_skipped(session, decided, f"the provider cannot {need}")
+            why = CANNOT.get(need, need)
+            expectations.record_skipped(session, decided, f"the provider cannot {why}")
             item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
     progress.emit(
         session.events_file,

@@ -1,9 +1,11 @@
-"""Resilience: inactive clusters, a dispatcher restart, a leader failover."""
+"""Resilience: inactive clusters, a dispatcher restart, the manager's apiserver and Kueue
+restarting, a leader failover."""
 
 from __future__ import annotations
 
 import pytest
 
+from harness.providers import FAULTS
 from suites.expectations import conforms, placement_timeout, round_timeout, skip_if_slow
 
 
@@ -39,6 +41,48 @@ def test_restart_resilience(scenario):
     scenario.observe(2)
     scenario.restart_dispatcher(0)
     scenario.wait_placed(workload, timeout=placement_timeout(scenario, target, extra=5))
+    conforms(scenario, expected_cluster=target)
+
+
+@pytest.mark.exclusive
+@pytest.mark.needs(FAULTS)
+@pytest.mark.checks("EXT-13")
+def test_manager_apiserver_restart(scenario):
+    """The manager's kube-apiserver restarts late in a round, out past the round's end: the
+    round keeps its schedule, and a workload submitted once it is back is dispatched."""
+    _outage(scenario, "manager-apiserver", "stop")
+
+
+@pytest.mark.exclusive
+@pytest.mark.needs(FAULTS)
+@pytest.mark.checks("EXT-14")
+def test_kueue_restart(scenario):
+    """The manager's Kueue crashes late in a round and is back after the round's end: until
+    then its webhook refuses every Workload write, the escalation's too."""
+    _outage(scenario, "manager-kueue", "kill")
+
+
+def _outage(scenario, process: str, how: str) -> None:
+    """Three workers, capacity only on the last (two escalations away); a workload is
+    nominated, then `process` goes out at 0.7 of the round for half a round (so the round
+    ends while it is out) and comes back; a second workload is submitted then. Both must
+    be placed on the last worker."""
+    workers = scenario.workers(3)
+    scenario.with_workers(workers, capacity={workers[2]: 2})
+    target = scenario.cluster(workers[2])
+    timeout = placement_timeout(scenario, target, extra=round_timeout(scenario))
+    skip_if_slow(scenario, timeout)
+    before = scenario.submit("before")
+    scenario.wait_until(
+        "a first nomination", lambda tl: tl.of(before).where_nominated(), timeout=30
+    )
+    scenario.observe(round_timeout(scenario) * 0.7)
+    scenario.take_out(process, how)
+    scenario.observe(round_timeout(scenario) * 0.5)
+    scenario.bring_back(process)
+    after = scenario.submit("after")
+    for workload in (before, after):
+        scenario.wait_placed(workload, timeout=timeout)
     conforms(scenario, expected_cluster=target)
 
 
