@@ -8,7 +8,7 @@ PROVIDER ?= local
 REPORT_DIR ?= reports/$(PROFILE)
 GO_EXAMPLE := dispatchers/example-go
 
-.PHONY: setup bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
+.PHONY: setup bins kind-bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
 
 setup: $(VENV)/.installed
 
@@ -20,6 +20,10 @@ $(VENV)/.installed: pyproject.toml
 
 bins: setup
 	$(MKDC) bins
+
+# the kind provider's tools and offline images too (the kind smoke in `make test`)
+kind-bins: setup
+	$(MKDC) bins --kind
 
 doctor: setup
 	$(MKDC) doctor
@@ -38,7 +42,7 @@ unit: setup
 # e2e tests against real clusters and a few faulty dispatchers the suite must reject (the
 # e2e tests mostly wait on clusters, so TEST_JOBS of them share the 2 cores well).
 TEST_JOBS ?= 4
-test: bins lint
+test: kind-bins lint
 	cd $(GO_EXAMPLE) && go test ./...
 	$(BIN)/pytest tests -m "not slow" -q -rfE -n $(TEST_JOBS) --dist worksteal
 

@@ -93,7 +93,31 @@ def cmd_bins(args: argparse.Namespace) -> int:
     paths = toolchain.build_all(v, _log)
     toolchain.manifests(v)
     _log(f"{len(paths)} binaries ready in {time.monotonic() - started:.1f}s")
+    if args.kind:
+        _kind_images(v)
     return 0
+
+
+def _kind_images(v: versions.Versions) -> None:
+    """`mkdc bins --kind`: the kind provider's tools and its offline images, built before a
+    run needs them (a first kind run would otherwise spend minutes building them)."""
+    from harness.providers import kind_images
+
+    started = time.monotonic()
+    kind_images.node_binaries(v, _log)
+    try:
+        answers = subprocess.run(["docker", "info"], capture_output=True, check=False).returncode
+    except OSError:  # no docker client at all
+        answers = 127
+    if answers != 0:
+        raise UserError(
+            "--kind: no Docker engine answers: start one (scripts/docker-engine, as root, "
+            "installs and starts the distribution's), then run mkdc bins --kind again"
+        )
+    kind_images.node_image(v, _log)
+    kind_images.kueue_image(v)
+    kind_images.kwok_image(v)
+    _log(f"kind tools and images ready in {time.monotonic() - started:.1f}s")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -308,6 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("bins", help="build or locate every binary the local provider needs")
     _version_args(p)
+    p.add_argument(
+        "--kind",
+        action="store_true",
+        help="also the kind provider's tools and node, Kueue and KWOK images (needs Docker)",
+    )
     p.set_defaults(func=cmd_bins)
     p = sub.add_parser("doctor", help="say what is present, missing or wrong")
     _version_args(p)

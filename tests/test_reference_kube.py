@@ -38,3 +38,56 @@ def test_events_take_their_own_tokens() -> None:
     assert (writes.taken, events.taken, len(sent)) == (0, 1, 1)
     kube._call("patch", "workloads", "ns", lambda: None)
     assert (writes.taken, events.taken) == (1, 1)
+
+
+def test_a_403_is_fatal_at_once_unless_the_same_requests_were_allowed_before() -> None:
+    from dispatchers.reference.kube import ForbiddenGrace
+
+    now = [0.0]
+    grace = ForbiddenGrace(seconds=30, clock=lambda: now[0])
+    assert grace.fatal()  # never allowed: a missing permission, said at start
+    grace.allowed()
+    assert not grace.fatal()  # the apiserver just restarted: its RBAC caches are empty
+    now[0] = 29.0
+    assert not grace.fatal()
+    now[0] = 30.0
+    assert grace.fatal()  # 403s for 30 s with nothing allowed: a permission was taken away
+    grace.allowed()
+    assert not grace.fatal()
+
+
+def test_an_informer_rides_out_the_403s_of_a_restarted_apiserver() -> None:
+    import threading
+
+    from dispatchers.reference.kube import Forbidden, Informer
+
+    class Restarting:
+        """Lists once, then its watch meets a 403 twice (RBAC caches not synced), then
+        serves: a second list returns the workload again."""
+
+        def __init__(self) -> None:
+            self.lists = self.watches = 0
+
+        def list(self, plural: str) -> tuple[list[dict[str, Any]], str]:
+            self.lists += 1
+            return [{"metadata": {"name": "a", "namespace": "ns"}}], str(self.lists)
+
+        def watch(self, plural: str, rv: str):
+            self.watches += 1
+            if self.watches <= 2:
+                raise Forbidden("missing permission: watch workloads")
+            stop.set()
+            return iter(())
+
+    stop, fatal = threading.Event(), list[Exception]()
+    kube: Any = Restarting()
+    inf = Informer(kube, "workloads", lambda kind, obj: None, fatal.append, stop)
+    inf._pause = lambda backoff, err: backoff  # type: ignore[method-assign]
+    inf.run()
+    assert fatal == [] and kube.watches == 3
+    never_allowed = Informer(kube, "workloads", lambda kind, obj: None, fatal.append, stop)
+    kube.watches, stop = 0, threading.Event()
+    never_allowed.stop = stop
+    never_allowed.kube.list = lambda plural: (_ for _ in ()).throw(Forbidden("no list"))
+    never_allowed.run()
+    assert [str(e) for e in fatal] == ["no list"]

@@ -404,7 +404,7 @@ class IgnoresLeader(Controller):
 class QuitsOnDrop(Informer):
     """An informer that takes a dropped connection for the end of the world: it stops
     watching and keeps its cache as it was (a watch the server ended on time, or that
-    expired, is still resumed as the reference's is)."""
+    expired, and a 403 of a restarting apiserver are handled as the reference does)."""
 
     def run(self) -> None:
         rv: str | None = None
@@ -412,8 +412,10 @@ class QuitsOnDrop(Informer):
             try:
                 rv = self._relist() if rv is None else self._watch(rv)
             except Forbidden as err:
-                self.on_fatal(err)
-                return
+                if self.grace.fatal():
+                    self.on_fatal(err)
+                    return
+                self.stop.wait(1.0)
             except ApiException as err:
                 if err.status != 410:
                     return

@@ -24,7 +24,7 @@ from kubernetes.client.rest import ApiException
 
 from dispatchers.reference import model, policy, writes
 from dispatchers.reference.events import EventSink
-from dispatchers.reference.kube import Forbidden, Informer, Kube
+from dispatchers.reference.kube import Forbidden, ForbiddenGrace, Informer, Kube
 from dispatchers.reference.leader import LeaderElector
 from dispatchers.reference.metrics import Metrics
 from dispatchers.reference.settings import Settings
@@ -161,6 +161,8 @@ class Controller:
         self.planner = planner  # ``plan`` or a drop-in with its signature (faulty dispatchers)
         self.queue = WorkQueue(max_delay=RETRY_MAX_SECONDS)
         self.fatal: str | None = None
+        # a restarted apiserver answers 403 for a while: see ForbiddenGrace
+        self.write_grace, self.lease_grace = ForbiddenGrace(), ForbiddenGrace()
         self.events = EventSink(
             lambda wl, reason, msg: kube.event(wl, reason, msg, "mkdc-reference-dispatcher"),
             self._on_fatal,
@@ -212,8 +214,9 @@ class Controller:
         while not self.stop.is_set():
             try:
                 leading = self.elector.tick()
+                self.lease_grace.allowed()
             except ApiException as err:
-                if err.status == 403:
+                if err.status == 403 and self.lease_grace.fatal():
                     lease = f"leases.coordination.k8s.io {self.settings.lease_name}"
                     self._on_fatal(_lease_forbidden(err, lease, self.settings.lease_namespace))
                     return
@@ -286,11 +289,16 @@ class Controller:
                 continue
             try:
                 delay = self.reconcile(key)
+                self.write_grace.allowed()
                 self.queue.forget(key)
                 if delay is not None:
                     self.queue.add_after(key, delay)
             except Forbidden as err:
-                self._on_fatal(err)
+                if self.write_grace.fatal():
+                    self._on_fatal(err)
+                else:
+                    log.warning("write refused (403), retrying", extra={"workload": key})
+                    self.queue.rate_limited(key)
             except Exception as err:
                 wait = self.queue.rate_limited(key)
                 log.warning(

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dispatchers.reference.kube import Forbidden
+from dispatchers.reference.kube import Forbidden, ForbiddenGrace
 
 log = logging.getLogger("mkdc.reference")
 Post = Callable[[Mapping[str, Any], str, str], None]  # (workload, reason, message)
@@ -29,6 +29,7 @@ class EventSink:
         on_drop: Callable[[], None] = lambda: None,
     ) -> None:
         self._post, self._on_forbidden, self._on_drop = post, on_forbidden, on_drop
+        self.grace = ForbiddenGrace()
         self._queue: queue.Queue[tuple[Mapping[str, Any], str, str]] = queue.Queue(capacity)
         self.dropped = 0
 
@@ -60,7 +61,11 @@ class EventSink:
     def _send(self, workload: Mapping[str, Any], reason: str, message: str) -> None:
         try:
             self._post(workload, reason, message)
+            self.grace.allowed()
         except Forbidden as err:  # a missing permission stops the dispatcher, loudly
-            self._on_forbidden(err)
+            if self.grace.fatal():
+                self._on_forbidden(err)
+            else:  # an apiserver just restarted: this Event is lost, as any failed one
+                log.warning("event not recorded (403)", extra={"error": str(err)[:200]})
         except Exception as err:  # an Event is best effort
             log.warning("event not recorded", extra={"error": str(err)[:200]})

@@ -2,7 +2,8 @@
 
 Only the official client is used. A 403 anywhere becomes ``Forbidden`` naming the missing
 permission (the CLI prints it and exits 2): least-privilege deployments should fail loudly
-and once, not retry forever.
+and once, not retry forever. Except for a while after the same request was allowed: a
+restarted kube-apiserver answers 403 until its RBAC caches are filled (``ForbiddenGrace``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,35 @@ WATCH_SECONDS = 290  # server-side watch timeout; the informer resumes from the 
 
 class Forbidden(Exception):
     """The dispatcher's identity lacks a permission; the message names it."""
+
+
+class ForbiddenGrace:
+    """When a 403 is fatal. At once while the requests it guards were never allowed (a
+    missing permission, said at start); once they were, only after 403s have lasted
+    `seconds` with nothing allowed in between. A kube-apiserver that has just restarted
+    refuses everything with 403 until its authorizer's caches are synced, and a dispatcher
+    that died of that would take the manager's restart down with it."""
+
+    def __init__(self, seconds: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        self.seconds, self.clock = seconds, clock
+        self._lock = threading.Lock()
+        self._allowed = False
+        self._since: float | None = None
+
+    def allowed(self) -> None:
+        """A request it guards was allowed."""
+        with self._lock:
+            self._allowed, self._since = True, None
+
+    def fatal(self) -> bool:
+        """A request it guards got a 403: whether to give up now."""
+        with self._lock:
+            if not self._allowed:
+                return True
+            now = self.clock()
+            if self._since is None:
+                self._since = now
+            return now - self._since >= self.seconds
 
 
 def forbidden(err: ApiException, verb: str, resource: str, namespace: str | None) -> Forbidden:
@@ -259,6 +289,7 @@ class Informer:
     ) -> None:
         self.kube, self.plural, self.handler = kube, plural, handler
         self.on_fatal, self.stop = on_fatal, stop
+        self.grace = ForbiddenGrace()
         self.cache: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
         self.synced = threading.Event()
@@ -281,8 +312,10 @@ class Informer:
                 rv = self._watch(rv)
                 backoff = 0.5
             except Forbidden as err:
-                self.on_fatal(err)
-                return
+                if self.grace.fatal():
+                    self.on_fatal(err)
+                    return
+                backoff = self._pause(backoff, err)
             except ApiException as err:
                 if err.status == 410:
                     log.info("watch expired, relisting", extra={"kind": self.plural})
@@ -311,6 +344,7 @@ class Informer:
         for obj in items:
             self.handler("SYNC", obj)
         self.synced.set()
+        self.grace.allowed()
         return rv
 
     def _watch(self, rv: str) -> str:
