@@ -85,9 +85,13 @@ def test_an_informer_rides_out_the_403s_of_a_restarted_apiserver() -> None:
     inf._pause = lambda backoff, err: backoff  # type: ignore[method-assign]
     inf.run()
     assert fatal == [] and kube.watches == 3
-    never_allowed = Informer(kube, "workloads", lambda kind, obj: None, fatal.append, stop)
-    kube.watches, stop = 0, threading.Event()
-    never_allowed.stop = stop
-    never_allowed.kube.list = lambda plural: (_ for _ in ()).throw(Forbidden("no list"))
+
+    class Refusing(Restarting):
+        def list(self, plural: str) -> tuple[list[dict[str, Any]], str]:
+            raise Forbidden("no list")
+
+    refusing: Any = Refusing()
+    stop = threading.Event()
+    never_allowed = Informer(refusing, "workloads", lambda kind, obj: None, fatal.append, stop)
     never_allowed.run()
     assert [str(e) for e in fatal] == ["no list"]
