@@ -93,27 +93,10 @@ def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     if kill is None or restart is None:
         return Verdict.unclear("no dispatcher-killed/dispatcher-restarted actions")
     back = next((e for e in tl.where(Kind.READ) if e.t > kill.t), restart)
-    down, problems = back.t - kill.t, []
-    measured: dict[str, Any] = {"downtimeSeconds": down}
+    measured: dict[str, Any] = {"downtimeSeconds": back.t - kill.t}
     if back is not restart:
         measured["startupSeconds"] = back.t - restart.t
-    placed, end = first_placement(tl), end_of(tl, b)
-    if placed and placed.t <= kill.t:
-        return Verdict.unclear(f"placed at {at(placed.t)}, before the kill", **measured)
-    reviews = [r for r in review_rounds(tl, b) if r.round.t <= kill.t and r.timeout is not None]
-    if reviews:
-        r = reviews[-1]
-        measured["killOffsetSeconds"] = kill.t - r.round.t
-        problems += _restart_window(r, kill.t, back.t, b, end)
-    stuck_at = created_at(tl) + b.placement_bound(b.expected_cluster) + down
-    if (placed is None and end >= stuck_at) or (placed and placed.t > stuck_at):
-        state = f"placed at {at(placed.t)}" if placed else "never placed"
-        problems.append(f"workload {state} after restart; bound {at(stuck_at)}")
-    if problems:
-        return Verdict.fail(problems, **measured)
-    if placed is None:
-        return not_judged(end, stuck_at, "the placement bound")
-    return Verdict.ok(**measured)
+    return _round_survives(tl, b, kill.t, back.t, "dispatcher", measured)
 
 
 @check(
@@ -157,31 +140,49 @@ def _survives_outage(tl: Timeline, b: Bounds, process: str) -> Verdict:
     back = _action(tl, f"{process}-back", after=down.t if down else INF)
     if down is None or back is None:
         return Verdict.unclear(f"no {process}-down/{process}-back actions")
-    outage, created = back.t - down.t, created_at(tl)
+    measured: dict[str, Any] = {"outageSeconds": back.t - down.t}
+    created = created_at(tl)
+    if created < back.t:
+        return _round_survives(tl, b, down.t, back.t, process, measured)
+    problems, due = [], created + b.handover_slack
+    first, end = first_nomination(tl), end_of(tl, b)
+    if (first is None and end >= due) or (first is not None and first.t > due):
+        when = f"at {at(first.t)}" if first else "none"
+        problems.append(
+            f"created after {process} was back ({at(back.t)}): first nomination {when}, "
+            f"due by {at(due)} (its watch of Workloads not re-established?)"
+        )
+    stuck_at = created + b.placement_bound(b.expected_cluster) + b.handover_slack
+    return _placed_by(first_placement(tl), end, stuck_at, problems, measured)
+
+
+def _round_survives(
+    tl: Timeline, b: Bounds, down: float, back: float, what: str, measured: dict[str, Any]
+) -> Verdict:
+    """A workload pending while `what` was out (from `down` to `back`): the round running at
+    `down` ends on its original schedule (`_restart_window`), and the workload is placed
+    within placement_bound(expected_cluster) + the outage of creation."""
     placed, end = first_placement(tl), end_of(tl, b)
-    measured: dict[str, Any] = {"outageSeconds": outage}
+    went = "the kill" if what == "dispatcher" else f"{what} went down"
+    if placed and placed.t <= down:
+        return Verdict.unclear(f"placed at {at(placed.t)}, before {went}", **measured)
     problems: list[str] = []
-    if created >= back.t:
-        due = created + b.handover_slack
-        first = first_nomination(tl)
-        if (first is None and end >= due) or (first is not None and first.t > due):
-            when = f"at {at(first.t)}" if first else "none"
-            problems.append(
-                f"created after {process} was back ({at(back.t)}): first nomination {when}, "
-                f"due by {at(due)} (its watch of Workloads not re-established?)"
-            )
-        stuck_at = created + b.placement_bound(b.expected_cluster) + b.handover_slack
-    elif placed is not None and placed.t <= down.t:
-        return Verdict.unclear(f"placed at {at(placed.t)}, before {process} went down")
-    else:
-        reviews = [r for r in review_rounds(tl, b) if r.round.t <= down.t and r.timeout]
-        if reviews:
-            measured["outageOffsetSeconds"] = down.t - reviews[-1].round.t
-            problems += _restart_window(reviews[-1], down.t, back.t, b, end, process)
-        stuck_at = created + b.placement_bound(b.expected_cluster) + outage
+    reviews = [r for r in review_rounds(tl, b) if r.round.t <= down and r.timeout is not None]
+    if reviews:
+        offset = "killOffsetSeconds" if what == "dispatcher" else "outageOffsetSeconds"
+        measured[offset] = down - reviews[-1].round.t
+        problems += _restart_window(reviews[-1], down, back, b, end, what)
+    stuck_at = created_at(tl) + b.placement_bound(b.expected_cluster) + (back - down)
+    return _placed_by(placed, end, stuck_at, problems, measured)
+
+
+def _placed_by(
+    placed: Event | None, end: float, stuck_at: float, problems: list[str], measured: dict[str, Any]
+) -> Verdict:
+    """`problems`, plus a placement later than `stuck_at` (or none by then)."""
     if (placed is None and end >= stuck_at) or (placed and placed.t > stuck_at):
         state = f"placed at {at(placed.t)}" if placed else "never placed"
-        problems.append(f"workload {state}; bound {at(stuck_at)}")
+        problems = [*problems, f"workload {state}; bound {at(stuck_at)}"]
     if problems:
         return Verdict.fail(problems, **measured)
     if placed is None:
