@@ -15,6 +15,7 @@ from dispatchers.faulty.faults import FAULTS, MISSING, OUTSIDE, IgnoresLeader, T
 from dispatchers.reference.controller import Controller, plan
 from dispatchers.reference.metrics import Metrics
 from dispatchers.reference.settings import Settings
+from tests.test_reference_controller import written_by
 from tests.test_reference_fixtures import cond, snapshot, workload
 
 NOW = 1_800_000_000.0
@@ -252,6 +253,13 @@ def test_resets_on_restart_never_reads_the_persisted_round() -> None:
     wl2, p = persisted("x", NOW + 10, wl, planner=after)
     assert p.decision.nominees == ["w1"] and p.decision.state.round_start == NOW + 10
     assert json.loads(wl2["metadata"]["annotations"][S.state_annotation])["round"] == 1
+    # killed between its first two writes: the reference dates round 1 by managedFields,
+    # the faulty one starts it again
+    cut = workload(nominatedClusterNames=["w1"])
+    cut["metadata"]["managedFields"] = [written_by(S.field_manager, NOW - 5)]
+    assert not plan(NOW, cut, snapshot(), S).decision.new_round  # type: ignore[union-attr]
+    p = FAULTS["resets-on-restart"].planner()(NOW, cut, snapshot(), S, None)
+    assert p.decision is not None and p.decision.new_round and p.decision.state.round_start == NOW
 
 
 def test_both_replicas_write_ignores_leadership() -> None:

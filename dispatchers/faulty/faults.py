@@ -381,12 +381,15 @@ def nominates_inactive() -> Planner:
 
 def resets_on_restart() -> Planner:
     """EXT-11: keeps the dispatch state in process memory only (it still writes the
-    annotation, but never reads it), so a restart starts every round afresh."""
+    annotation, but never reads it, nor the time managedFields give its first write), so
+    a restart starts every round afresh."""
     memory: dict[str, str] = {}
 
     def planner(now: float, wl: Obj, snap: Snapshot, s: Settings, last: str | None = None) -> Plan:
         key = model.key_of(wl)
-        p = plan(now, _annotated(wl, s.state_annotation, memory.get(key)), snap, s, last)
+        forgetful = _annotated(wl, s.state_annotation, memory.get(key))
+        forgetful["metadata"].pop("managedFields", None)
+        p = plan(now, forgetful, snap, s, last)
         if p.decision is not None:
             memory[key] = p.decision.state.to_json()
         return p
