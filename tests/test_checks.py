@@ -320,6 +320,29 @@ CASES = [
         .provreq(24.7, "w2", until=24.7),
         bounds=NO_PROV_CLAIM,
     ),
+    Case(  # as recorded under load: Kueue made w1's request 3.4 s after its nomination
+        "EXT-02",
+        "cumulative-kueue-late-first-request",
+        Story()
+        .created(0)
+        .nominate(1.2, "w1")
+        .provreq(4.6, "w1")
+        .nominate(11.2, "w1", "w2")
+        .provreq(13, "w2"),
+        bounds=NO_PROV_CLAIM,
+    ),
+    fail(
+        "EXT-02",
+        "cumulative-two-added-in-one-round",
+        Story()
+        .created(0)
+        .nominate(1.2, "w1")
+        .nominate(3, "w1", "w2")
+        .provreq(12, "w1")
+        .provreq(22, "w2"),
+        "2 ProvisioningRequests started within one round from t=1.2s",
+        bounds=NO_PROV_CLAIM,
+    ),
     fail(
         "EXT-02",
         "cumulative-two-in-one-round",
