@@ -193,8 +193,7 @@ class Injector:
     def _loop(self) -> None:
         if self._stop.wait(self.first_after):
             return
-        plan = itertools.count()
-        for n in plan:
+        for n in itertools.count():
             kind = KINDS[self.faults[n % len(self.faults)]]
             worker = self.workers[(n // len(self.faults)) % len(self.workers)]
             try:
