@@ -19,8 +19,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import urllib3
 import yaml
 from kubernetes.client.rest import ApiException
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from harness import faults, inventory, kube, multikueue, workloads
 from harness.autoscaler import Behaviour, FakeAutoscaler
@@ -163,7 +165,7 @@ class Scenario:
 
     def _create(self, cluster: Cluster, doc: dict[str, Any]) -> None:
         doc = inventory.label(copy.deepcopy(doc), self.ctx.run_id)
-        kube.apply(cluster.dyn, doc)
+        WHEN_REACHABLE(kube.apply, cluster.dyn, doc)
         self._created.append((cluster, doc))
 
     # ------------------------------------------------------------------- setup
@@ -708,13 +710,24 @@ class Scenario:
                 kube.delete(
                     cluster.dyn, doc["apiVersion"], doc["kind"], meta["name"], meta.get("namespace")
                 )
-            except ApiException:
+            except (ApiException, *UNREACHABLE):  # the run's purge removes what is left
                 pass
         for cluster, doc in namespaces:
             try:
                 kube.delete(cluster.dyn, "v1", "Namespace", doc["metadata"]["name"])
-            except ApiException:
+            except (ApiException, *UNREACHABLE):
                 pass
+
+
+# A cluster whose apiserver is restarting (an injected fault) refuses connections for a
+# while: a scenario's setup waits for it rather than breaking (an apply is idempotent).
+UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
+WHEN_REACHABLE = Retrying(
+    retry=retry_if_exception_type(UNREACHABLE),
+    wait=wait_exponential(multiplier=0.5, max=5),
+    stop=stop_after_delay(60),
+    reraise=True,
+)
 
 
 def name_before(taken: Iterable[str], base: str) -> str:

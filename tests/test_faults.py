@@ -169,3 +169,29 @@ def test_the_recorder_turns_the_fault_log_into_actions_on_the_cluster_hit(tmp_pa
         faults.Window("etcd-restart", "etcd", "etcd", 20.0, None),
     ]
     assert isinstance(hit, Event)
+
+
+def test_a_scenarios_setup_waits_for_a_cluster_whose_apiserver_restarts():
+    import urllib3
+    from kubernetes.client.rest import ApiException
+
+    from harness import scenario
+
+    calls: list[int] = []
+
+    def apply(dyn: Any, doc: dict[str, Any]) -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise urllib3.exceptions.MaxRetryError(None, "/", "connection refused")  # type: ignore[arg-type]
+        return "applied"
+
+    assert scenario.WHEN_REACHABLE(apply, None, {}) == "applied" and len(calls) == 3
+
+    def refused(dyn: Any, doc: dict[str, Any]) -> str:
+        calls.append(1)
+        raise ApiException(status=422)
+
+    calls.clear()
+    with pytest.raises(ApiException):  # a refusal is the scenario's to see, at once
+        scenario.WHEN_REACHABLE(refused, None, {})
+    assert len(calls) == 1

@@ -4,6 +4,7 @@ workload costs at once (copies, autoscaling, reservations, preemptions)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 
 from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check
@@ -118,7 +119,7 @@ def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
     if b.step_size is None:
         return Verdict.ok(**measured)
     window = (b.round_timeout or INF) - b.early_tolerance
-    added: dict[str, float] = {}
+    added: dict[Hashable, float] = {}
     for r in rounds(tl):
         for cluster in r.added:
             added.setdefault(cluster, r.t)
