@@ -47,7 +47,10 @@ def excused_by_environment(outcome: Outcome) -> int:
 
 
 def render(
-    cells: dict[tuple[str, str], Outcome], profiles: Sequence[str], kinds: Sequence[str]
+    cells: dict[tuple[str, str], Outcome],
+    profiles: Sequence[str],
+    kinds: Sequence[str],
+    checks: Sequence[str] = CHECKS,
 ) -> str:
     head = ["dispatcher", *kinds]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -62,7 +65,7 @@ def render(
     return (
         "\n".join(lines)
         + "\n\nEach cell: checks passed / undecided (the fault disturbed their scenario) / "
-        f"failed, of {', '.join(CHECKS)}.\n"
+        f"failed, of {', '.join(checks)}.\n"
         f"{excused} results excused by an environment fault; "
         f"{len(failed)} runs with a failure or an error.\n"
     )
@@ -92,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     todo = [(pr, k) for pr in profiles for k in kinds]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         cells = dict(zip(todo, pool.map(one, todo), strict=True))
-    text = render(cells, profiles, kinds)
+    text = render(cells, profiles, kinds, checks)
     args.report_root.mkdir(parents=True, exist_ok=True)
     (args.report_root / MATRIX_FILE).write_text(text)
     print(text)
