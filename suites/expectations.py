@@ -206,9 +206,10 @@ def settle(
     - Another check failed in this scenario (e.g. CORE-01, judged on every timeline): that
       explains the break, so this check is `undecided`, naming it.
     - Else a wait timed out, and the wait is this check's decision point (DECIDED_BY_WAIT:
-      CORE-04 and CORE-09 wait for the placements they bound; CORE-06, CORE-07, EXT-09 and
-      EXT-11 once their eviction, config change, failure or restart happened): the
-      dispatcher broke this check's promise, so it is `failed`.
+      CORE-04 and CORE-09 wait for the placements they bound; CORE-06, CORE-07, EXT-09,
+      EXT-11, EXT-13 and EXT-14 once their eviction, config change, failure or restart
+      happened): the dispatcher broke this check's promise, so it is `failed` (unless an
+      injected environment fault disturbed the scenario: see `excused`).
     - Else (a wait the check merely needed, e.g. CORE-03 and CORE-08 need a placement
       first; or an environment error): `undecided`, naming the error.
     """
