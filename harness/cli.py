@@ -105,11 +105,7 @@ def _kind_images(v: versions.Versions) -> None:
 
     started = time.monotonic()
     kind_images.node_binaries(v, _log)
-    try:
-        answers = subprocess.run(["docker", "info"], capture_output=True, check=False).returncode
-    except OSError:  # no docker client at all
-        answers = 127
-    if answers != 0:
+    if _docker_engine() is None:
         raise UserError(
             "--kind: no Docker engine answers: start one (scripts/docker-engine, as root, "
             "installs and starts the distribution's), then run mkdc bins --kind again"
@@ -152,20 +148,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if not problems else 1
 
 
+def _docker_engine() -> str | None:
+    """The version of the Docker engine that answers, None when none does (or no client)."""
+    if not shutil.which("docker"):
+        return None
+    info = subprocess.run(
+        ["docker", "info", "--format", "{{.ServerVersion}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return (info.stdout.strip() or "?") if info.returncode == 0 else None
+
+
 def _kind_readiness(v: versions.Versions) -> list[str]:
     """What `--provider kind` would find (not counted as problems: local needs none)."""
-    engine = (
-        subprocess.run(
-            ["docker", "info", "--format", "{{.ServerVersion}}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if shutil.which("docker")
-        else None
-    )
-    if engine is not None and engine.returncode == 0:
-        lines = [f"kind:     Docker engine {engine.stdout.strip()} answers"]
+    engine = _docker_engine()
+    if engine is not None:
+        lines = [f"kind:     Docker engine {engine} answers"]
     else:
         lines = [
             "kind:     no Docker engine answers (for --provider kind: start yours, or run"
@@ -184,7 +184,7 @@ def _kind_readiness(v: versions.Versions) -> list[str]:
             "kind:     debootstrap missing: the node image cannot be built here"
             " (apt-get install debootstrap), only kind's published one used"
         )
-    if engine is not None and engine.returncode == 0:
+    if engine is not None:
         tag = kind_images.node_tag(v)
         state = "built" if kind_images.docker_has(tag) else "not built yet (about 2 min, once)"
         lines.append(f"kind:     node image {tag}: {state}")

@@ -162,6 +162,19 @@ def delete(
             raise
 
 
+def served_resources(crds: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
+    """What discovery lists once these CRDs are established: group/version -> plurals."""
+    wanted: dict[str, set[str]] = {}
+    for crd in crds:
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            if version.get("served", True):
+                wanted.setdefault(f"{spec['group']}/{version['name']}", set()).add(
+                    spec["names"]["plural"]
+                )
+    return wanted
+
+
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == kind:

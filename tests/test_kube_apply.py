@@ -40,3 +40,25 @@ def test_an_apply_the_server_refused_is_not(monkeypatch):
     with pytest.raises(ApiException):
         kube.apply(cast(Any, None), DOC)
     assert len(calls) == 1
+
+
+def test_served_resources_lists_each_served_version_of_each_crd():
+    def crd(group, plural, versions):
+        return {
+            "spec": {
+                "group": group,
+                "names": {"plural": plural},
+                "versions": [{"name": n, "served": served} for n, served in versions],
+            }
+        }
+
+    crds = [
+        crd("kueue.x-k8s.io", "workloads", [("v1beta1", True), ("v1beta2", True)]),
+        crd("kueue.x-k8s.io", "clusterqueues", [("v1beta2", True), ("v1alpha1", False)]),
+        crd("autoscaling.x-k8s.io", "provisioningrequests", [("v1", True)]),
+    ]
+    assert kube.served_resources(crds) == {
+        "kueue.x-k8s.io/v1beta1": {"workloads"},
+        "kueue.x-k8s.io/v1beta2": {"workloads", "clusterqueues"},
+        "autoscaling.x-k8s.io/v1": {"provisioningrequests"},
+    }
