@@ -44,7 +44,7 @@ unit: setup
 TEST_JOBS ?= 4
 test: kind-bins lint
 	cd $(GO_EXAMPLE) && go test ./...
-	$(BIN)/pytest tests -m "not slow" -q -rfE -n $(TEST_JOBS) --dist worksteal
+	$(BIN)/pytest tests -m "not slow" -q -rfE -n $(TEST_JOBS) --dist worksteal --durations=12
 
 e2e: bins
 	$(MKDC) run --profile $(PROFILE) --provider $(PROVIDER) --report-dir $(REPORT_DIR)

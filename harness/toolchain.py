@@ -113,7 +113,8 @@ def components(v: Versions) -> list[Component]:
 
 
 def node_components(v: Versions) -> list[Component]:
-    """What a kind node image needs beyond `components`: the node agents and kubeadm."""
+    """What a kind node image needs beyond `components`: the node agents, kubeadm, kind
+    itself and the cluster DNS."""
     control_plane = next(c for c in components(v) if c.name == "kubernetes")
     return [
         Component(
@@ -132,6 +133,13 @@ def node_components(v: Versions) -> list[Component]:
             module="sigs.k8s.io/kind",
             version=f"v{v.kind}",
             packages=("sigs.k8s.io/kind",),
+        ),
+        Component(
+            name="coredns",
+            module="github.com/coredns/coredns",
+            version=f"v{v.coredns}",
+            packages=("github.com/coredns/coredns",),
+            go_env={"CGO_ENABLED": "0"},  # static, as its released image
         ),
     ]
 

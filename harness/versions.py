@@ -20,6 +20,7 @@ class Versions:
     etcd: str
     kwok: str
     kind: str = "0.33.0"  # the kind provider's tool; node images are built for `kubernetes`
+    coredns: str = "1.14.2"  # the cluster DNS of a node image built here (kubeadm 1.36's)
 
     @property
     def kubernetes_minor(self) -> int:

@@ -269,6 +269,7 @@ def test_install_plan_for_a_worker(tmp_path, manifests):
         f"{k} -n kube-system rollout status --timeout=300s deployment/kwok-controller",
         f"{apply} -f -",
         f"{k} wait --for=condition=Ready node -l type=kwok --timeout=120s",
+        f"{k} -n kube-system rollout status --timeout=300s deployment/coredns",
         f"{k} create --dry-run=server -o name -f -",
     ]
     stages = [d["metadata"]["name"] for d in yaml.safe_load_all(plan[4].stdin or "")]
@@ -282,9 +283,10 @@ def test_install_plan_for_a_worker(tmp_path, manifests):
 def test_install_plan_for_the_manager_has_no_kwok_and_no_taint(tmp_path, manifests):
     c = KindCluster("manager", "mkdc-manager", "manager", tmp_path)
     lines = [" ".join(cmd.argv) for cmd in kind.install_plan(c, V, manifests, {"a": 1})]
-    assert len(lines) == 7
+    assert len(lines) == 8
     assert not [line for line in lines if "kwok" in line or " taint " in line]
     assert any("patch deployment kueue-controller-manager" in line for line in lines)
+    assert any("rollout status --timeout=300s deployment/coredns" in line for line in lines)
 
 
 def test_pin_patch_keeps_kueue_and_kwok_on_the_real_node():
@@ -575,8 +577,8 @@ def test_built_images_pin_the_node_load_the_archives_and_apply_rendered_manifest
         assert cfg["nodes"][0]["image"] == "mkdc.local/kind-node:v1.36.3-abc"
         assert cfg["networking"]["disableDefaultCNI"] is True
         patches = "\n".join(cfg["kubeadmConfigPatches"])
-        assert "failCgroupV1: false" in patches and "addon/coredns" in patches
-        assert f"imageTag: {V.etcd}-0" in patches
+        assert "failCgroupV1: false" in patches and "addon/coredns" not in patches
+        assert f"imageTag: {V.etcd}-0" in patches and f"imageTag: v{V.coredns}" in patches
     lines = runner.lines()
     loads = [line for line in lines if line.startswith("kind load image-archive")]
     assert sorted(loads) == sorted(

@@ -146,11 +146,12 @@ def node_image(v: Versions) -> str:
 
 
 def built_node_patches(v: Versions) -> list[str]:
-    """kubeadm patches for a node image built here: our etcd's own tag, and no CoreDNS
-    (not built here; the harness and Kueue reach every apiserver by address)."""
+    """kubeadm patches for a node image built here: our etcd's and CoreDNS's own tags
+    (the images in the node's store; nothing is pulled)."""
     return [
-        "kind: InitConfiguration\nskipPhases: [preflight, addon/coredns]\n",
-        f"kind: ClusterConfiguration\netcd:\n  local:\n    imageTag: {v.etcd}-0\n",
+        "kind: InitConfiguration\nskipPhases: [preflight]\n",
+        f"kind: ClusterConfiguration\netcd:\n  local:\n    imageTag: {v.etcd}-0\n"
+        f"dns:\n  imageTag: v{v.coredns}\n",
     ]
 
 
@@ -430,6 +431,8 @@ def install_plan(
             k(*apply, "-f", "-", stdin=_yaml_stream(nodes)),
             k("wait", "--for=condition=Ready", "node", "-l", "type=kwok", "--timeout=120s"),
         ]
+    # the cluster's DNS answers (it reaches the apiserver through the Service network)
+    cmds.append(k("-n", "kube-system", *rollout, "deployment/coredns"))
     # Kueue's webhooks answer only once its certificates are in place
     probe = _yaml_stream([probe_cluster_queue()])
     cmds.append(k("create", "--dry-run=server", "-o", "name", "-f", "-", stdin=probe, attempts=60))

@@ -34,7 +34,7 @@ from harness.versions import Versions
 Progress = Callable[[str], None]
 
 # Bump when anything below changes what an image holds: cached images are keyed by it.
-RECIPE = "2"
+RECIPE = "3"
 SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
 NODE_PACKAGES = (
     "systemd systemd-sysv dbus conntrack iptables nftables iproute2 ethtool util-linux mount"
@@ -288,12 +288,19 @@ def control_plane_images(v: Versions, rootfs_dir: Path) -> list[Image]:
     pause.add("/pause", pause_binary(v), 0o755)
     images.append(_cached(PAUSE_REF, pause, ["/pause"], v))
     images.append(_kube_proxy_image(v, rootfs_dir))
+    coredns = node_binary_path(v, "coredns")
+    images.append(binary_image(coredns_ref(v), {"/coredns": coredns}, ["/coredns"]))
     return images
 
 
 def etcd_ref(v: Versions) -> str:
     """Our etcd under its own version; kubeadm is told to use this tag (imageTag)."""
     return f"registry.k8s.io/etcd:{v.etcd}-0"
+
+
+def coredns_ref(v: Versions) -> str:
+    """Where kubeadm looks for CoreDNS when told its tag (dns.imageTag)."""
+    return f"registry.k8s.io/coredns/coredns:v{v.coredns}"
 
 
 def _cached(ref: str, layer: Layer, entrypoint: list[str], v: Versions) -> Image:
@@ -308,14 +315,13 @@ def _kube_proxy_image(v: Versions, rootfs_dir: Path) -> Image:
     layer = binary_layer({"/usr/local/bin/kube-proxy": node_binary_path(v, "kube-proxy")})
     multi = "usr/sbin/xtables-nft-multi"
     layer.add(multi, rootfs_dir / multi, 0o755)
-    for lib in linked_libraries(Path("/") / multi, root=rootfs_dir):
-        real = Path(os.path.realpath(rootfs_dir / lib.lstrip("/")))
-        if not real.is_relative_to(rootfs_dir):  # an absolute link inside the rootfs
-            real = rootfs_dir / os.path.realpath(lib).lstrip("/")
-        layer.add(lib, real, 0o755)
+    _add_libraries(layer, rootfs_dir / multi, rootfs_dir)
+    # the match and target extensions iptables-restore loads, and what they link
+    # (libxt_statistic, which spreads a Service over two endpoints, needs libm)
     extensions = rootfs_dir / "usr/lib/x86_64-linux-gnu/xtables"
     for ext in sorted(extensions.glob("*.so")):
         layer.add(str(ext.relative_to(rootfs_dir)), ext, 0o644)
+        _add_libraries(layer, ext, rootfs_dir)
     for tool in (
         "iptables",
         "iptables-save",
@@ -328,6 +334,15 @@ def _kube_proxy_image(v: Versions, rootfs_dir: Path) -> Image:
     return _cached(
         f"registry.k8s.io/kube-proxy:v{v.kubernetes}", layer, ["/usr/local/bin/kube-proxy"], v
     )
+
+
+def _add_libraries(layer: Layer, path: Path, rootfs_dir: Path) -> None:
+    """The shared libraries `path` (a file of the rootfs) loads, from the rootfs."""
+    for lib in linked_libraries(Path("/") / path.relative_to(rootfs_dir), root=rootfs_dir):
+        real = Path(os.path.realpath(rootfs_dir / lib.lstrip("/")))
+        if not real.is_relative_to(rootfs_dir):  # an absolute link inside the rootfs
+            real = rootfs_dir / os.path.realpath(lib).lstrip("/")
+        layer.add(lib, real, 0o755)
 
 
 def node_binary_path(v: Versions, name: str) -> Path:
@@ -390,7 +405,15 @@ rm -rf /kind/images
 
 
 def node_tag(v: Versions) -> str:
-    recipe = [RECIPE, v.describe(), *NODE_PACKAGES, IMPORT_SCRIPT, STORAGE, json.dumps(BRIDGE_CNI)]
+    recipe = [
+        RECIPE,
+        v.describe(),
+        f"coredns v{v.coredns}",
+        *NODE_PACKAGES,
+        IMPORT_SCRIPT,
+        STORAGE,
+        json.dumps(BRIDGE_CNI),
+    ]
     key = hashlib.sha256("\0".join(recipe).encode())
     return f"{LOCAL_REPO}/kind-node:v{v.kubernetes}-{key.hexdigest()[:12]}"
 
