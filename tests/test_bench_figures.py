@@ -13,6 +13,7 @@ BRING_UP = {
         {"workers": 4, "upSeconds": 14.9, "steadyRssMiB": 3600, "steadyPssMiB": 2500,
          "byKind": {"apiserver": {"rssEachMiB": 330}}, "downSeconds": 2.1},
         {"workers": 20, "upSeconds": 70.2, "steadyRssMiB": 11000, "steadyPssMiB": 7800,
+         "memAvailableDropMiB": 8192,
          "byKind": {"apiserver": {"rssEachMiB": 320}}, "downSeconds": 6.0},
     ],
 }  # fmt: skip
@@ -22,7 +23,8 @@ def test_each_measured_section_becomes_a_titled_table():
     block = bench.render({"bringUp": BRING_UP})
     assert block.startswith(bench.BEGIN) and block.endswith(bench.END)
     assert "`python -m harness.tools.bench_up --workers 4,20 --settle 15`" in block
-    assert "| 1 + 20 | 70.2 s | 10.74 GiB | 7.62 GiB | 320 MiB | 6.0 s |" in block
+    assert "| 1 + 20 | 70.2 s | 10.74 GiB | 7.62 GiB | 8.00 GiB | 320 MiB | 6.0 s |" in block
+    assert "| 1 + 4 | 14.9 s | 3.52 GiB | 2.44 GiB | – | 330 MiB | 2.1 s |" in block
     assert "Dispatchers" not in block  # not measured, not shown
 
 

@@ -104,14 +104,16 @@ def bring_up_table(section: dict[str, Any]) -> list[str]:
     rows = section["figures"]
     rows = rows if isinstance(rows, list) else [rows]
     lines = [
-        "| clusters | ready in | RSS, summed | PSS, summed | kube-apiserver RSS each | down in |",
-        "|---|---|---|---|---|---|",
+        "| clusters | ready in | RSS, summed | PSS, summed | MemAvailable drop |"
+        " kube-apiserver RSS each | down in |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         apiserver = (r.get("byKind") or {}).get("apiserver") or {}
         lines.append(
             f"| 1 + {r['workers']} | {r['upSeconds']} s | {_gib(r.get('steadyRssMiB'))} | "
-            f"{_gib(r.get('steadyPssMiB'))} | {apiserver.get('rssEachMiB', '–')} MiB | "
+            f"{_gib(r.get('steadyPssMiB'))} | {_gib(r.get('memAvailableDropMiB'))} | "
+            f"{apiserver.get('rssEachMiB', '–')} MiB | "
             f"{r.get('downSeconds', '–')} s |"
         )
     return lines

@@ -98,6 +98,7 @@ def measure(workers: int, settle: float) -> dict[str, object]:
         return sampling.in_groups({m.pgid for m in list(sup.procs.values())}) if sup else []
 
     groups: set[int] = set()
+    available_before = psutil.virtual_memory().available
     with sampling.ProcessSampler(provider_processes) as sampler:
         started = time.monotonic()
         try:
@@ -106,6 +107,10 @@ def measure(workers: int, settle: float) -> dict[str, object]:
             result["upSeconds"] = round(time.monotonic() - started, 1)
             time.sleep(settle)
             result["steadyRssMiB"] = round(sampler.last_rss / 2**20)
+            # what the machine gave up: RSS counts each binary's shared code once per
+            # process, PSS once; this also counts the kernel's part (etcd's files, sockets)
+            drop = available_before - psutil.virtual_memory().available
+            result["memAvailableDropMiB"] = round(drop / 2**20)
             kinds = by_kind(provider)
             result["steadyPssMiB"] = sum(k["pssMiB"] for k in kinds.values())
             result["byKind"] = kinds
