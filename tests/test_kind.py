@@ -419,6 +419,25 @@ def test_docker_engine_not_answering(manifests):
     assert runner.lines() == ["docker info --format {{.ServerVersion}}"]
 
 
+def test_a_rollout_that_never_finished_says_the_namespaces_last_warning(manifests):
+    class WarningRunner(FakeRunner):
+        def __call__(self, cmd: Cmd) -> Result:
+            if "events" in cmd.argv:
+                self.cmds.append(cmd)
+                return Result(0, "kueue-1: FailedScheduling: 0/1 nodes are available\n")
+            return super().__call__(cmd)
+
+    runner = WarningRunner(fail={"rollout status": -1})
+    p = make(manifests, runner, workers=1)
+    msg = r"rollout status .* went wrong \(last warning: kueue-1: FailedScheduling: 0/1 nodes"
+    with pytest.raises(UserError, match=msg):
+        p.up()
+    asked = [line for line in runner.lines() if " events " in line]
+    assert asked and all(
+        " -n kueue-system get events --field-selector=type=Warning" in a for a in asked
+    )
+
+
 def test_failure_midway_deletes_what_ci_mode_created(manifests):
     runner = FakeRunner(fail={"rollout status": -1})
     p = make(manifests, runner)

@@ -93,3 +93,17 @@ def test_the_bridge_is_a_single_node_pod_network_that_masquerades():
         "portmap",
         "loopback",
     }
+
+
+def test_a_new_node_image_supersedes_only_its_own_versions_earlier_builds():
+    repo = f"{kind_images.LOCAL_REPO}/kind-node"
+    current = kind_images.node_tag(V)
+    listed = [
+        current,
+        f"{repo}:v{V.kubernetes}-0123456789ab",  # an earlier recipe: removed
+        f"{repo}:v1.35.4-0123456789ab",  # another version: kept
+        f"{repo}:v{V.kubernetes}0-0123456789ab",  # v1.36.30, say: kept
+    ]
+    assert kind_images.superseded_node_images(V, current, listed) == [
+        f"{repo}:v{V.kubernetes}-0123456789ab"
+    ]

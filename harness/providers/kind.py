@@ -766,8 +766,26 @@ class KindProvider:
                 return r.stdout
             busy = transient(cmd, r) and attempt < TRANSIENT_ATTEMPTS
             if attempt >= cmd.attempts and not busy:
-                raise UserError(f"`{_show(cmd.argv)}` failed: {_last_line(r)}")
+                raise UserError(f"`{_show(cmd.argv)}` failed: {_last_line(r)}{self._why(cmd)}")
             self.sleep(2 * min(attempt, 4) if busy else 2)
+
+    def _why(self, cmd: Cmd) -> str:
+        """For a rollout that never finished: the namespace's last warning (a pod that
+        cannot be scheduled, an image that is missing, a crashing container), so the
+        error line says why and not only that it timed out."""
+        if "rollout" not in cmd.argv:
+            return ""
+        events = (
+            *cmd.argv[: cmd.argv.index("rollout")],  # kubectl, its kubeconfig, -n NAMESPACE
+            "get",
+            "events",
+            "--field-selector=type=Warning",
+            "--sort-by=.lastTimestamp",
+            "-o",
+            'jsonpath={range .items[*]}{.involvedObject.name}: {.reason}: {.message}{"\\n"}{end}',
+        )
+        lines = self.runner(Cmd(events)).stdout.strip().splitlines()
+        return f" (last warning: {lines[-1].strip()})" if lines else ""
 
 
 def transient(cmd: Cmd, r: Result) -> bool:

@@ -490,7 +490,30 @@ def node_image(v: Versions, progress: Progress) -> str:
         subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True, check=False)
         subprocess.run(["docker", "rmi", stage], capture_output=True, check=False)
     progress(f"node image {tag}: built in {time.monotonic() - started:.0f}s")
+    listed = subprocess.run(
+        [
+            "docker",
+            "image",
+            "ls",
+            "--format",
+            "{{.Repository}}:{{.Tag}}",
+            f"{LOCAL_REPO}/kind-node",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for old in superseded_node_images(v, tag, listed.stdout.split()):
+        progress(f"node image {old}: superseded by this build, removed")
+        subprocess.run(["docker", "rmi", old], capture_output=True, check=False)
     return tag
+
+
+def superseded_node_images(v: Versions, current: str, listed: list[str]) -> list[str]:
+    """Node images of this Kubernetes version built by an earlier recipe (about 1.5 GB
+    each, never used again); those of other versions stay for `--kubernetes-version`."""
+    prefix = f"{LOCAL_REPO}/kind-node:v{v.kubernetes}-"
+    return [ref for ref in listed if ref.startswith(prefix) and ref != current]
 
 
 def _kind_base_files(v: Versions) -> Path:
