@@ -271,6 +271,9 @@ def audit_events(
 # ------------------------------------------------------------------ the watcher
 
 
+FAULT_LIST_ALLOWANCE = 60.0  # seconds more to list while faults are injected
+
+
 def list_timeout(clusters: int) -> float:
     """How long a recorder may take to list everything it watches: every cluster adds its
     lists to the same process, so 30 s plus 2 s per cluster."""
@@ -400,6 +403,10 @@ class Recorder:
         """Start every watch and wait until each has listed (default: list_timeout)."""
         if timeout is None:
             timeout = list_timeout(len(self.env.clusters))
+            if (self.env.run_dir / faults.LOG_FILE).exists():
+                # faults are being injected: a watched apiserver may be restarting, which
+                # on a loaded machine takes longer than a list
+                timeout += FAULT_LIST_ALLOWANCE
         watches = self._watches()
         for w in watches:
             t = threading.Thread(
