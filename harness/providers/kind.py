@@ -335,8 +335,9 @@ def node_address_cmd(c: KindCluster) -> Cmd:
 
 def by_address(kc: dict[str, Any], address: str) -> dict[str, Any]:
     """`kind get kubeconfig --internal` with the node's address for its host name: a pod
-    resolves the name only through cluster DNS forwarding to Docker's, which a node image
-    built here (no CoreDNS) does not have; the apiserver's certificate names both."""
+    resolves the container's name only through CoreDNS forwarding to Docker's DNS, which
+    no check here relies on; the address needs no DNS, and the apiserver's certificate
+    names both."""
     for entry in kc["clusters"]:
         entry["cluster"]["server"] = re.sub(
             r"^https://[^:/]+", f"https://{address}", entry["cluster"]["server"]
