@@ -133,4 +133,6 @@ def test_the_report_picture_has_a_row_per_worker_in_natural_order() -> None:
 def test_recorder_and_wiring_waits_grow_with_the_clusters() -> None:
     assert multikueue.active_timeout(20) > multikueue.active_timeout(4) >= 60
     assert list_timeout(21) > list_timeout(5) >= 30
+    # a restarting apiserver is waited for while faults are injected
+    assert list_timeout(5, faults_injected=True) == list_timeout(5) + 60
     assert multikueue.active_timeout(20, floor=90.0) == 90 + 20 * multikueue.ACTIVE_PER_CLUSTER

@@ -271,13 +271,15 @@ def audit_events(
 # ------------------------------------------------------------------ the watcher
 
 
-FAULT_LIST_ALLOWANCE = 60.0  # seconds more to list while faults are injected
+FAULT_LIST_ALLOWANCE = 60.0
 
 
-def list_timeout(clusters: int) -> float:
+def list_timeout(clusters: int, faults_injected: bool = False) -> float:
     """How long a recorder may take to list everything it watches: every cluster adds its
-    lists to the same process, so 30 s plus 2 s per cluster."""
-    return 30.0 + 2.0 * clusters
+    lists to the same process, so 30 s plus 2 s per cluster; while faults are injected a
+    watched apiserver may be restarting, which on a loaded machine takes longer than a
+    list, so 60 s more."""
+    return 30.0 + 2.0 * clusters + (FAULT_LIST_ALLOWANCE if faults_injected else 0.0)
 
 
 @dataclass(frozen=True)
@@ -402,11 +404,8 @@ class Recorder:
     def start(self, timeout: float | None = None) -> Recorder:
         """Start every watch and wait until each has listed (default: list_timeout)."""
         if timeout is None:
-            timeout = list_timeout(len(self.env.clusters))
-            if (self.env.run_dir / faults.LOG_FILE).exists():
-                # faults are being injected: a watched apiserver may be restarting, which
-                # on a loaded machine takes longer than a list
-                timeout += FAULT_LIST_ALLOWANCE
+            injected = (self.env.run_dir / faults.LOG_FILE).exists()
+            timeout = list_timeout(len(self.env.clusters), faults_injected=injected)
         watches = self._watches()
         for w in watches:
             t = threading.Thread(
