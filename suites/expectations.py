@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import progress
+from harness import faults, progress
 from harness.multikueue import API
 from harness.recording.timeline import Kind, Timeline
 from harness.scenario import Scenario
@@ -340,6 +340,29 @@ def record_skipped(session: Session, ids: list[str], why: str) -> None:
         _write(
             session,
             {"check": check_id, "scenario": "collection", "result": Result.SKIPPED, "message": why},
+        )
+
+
+SETUP_BROKE = "undecided: scenario {test} could not be set up ({error}), so it decided nothing"
+
+
+def record_setup_failed(
+    session: Session, test: str, ids: list[str], error: str, start: float, end: float
+) -> None:
+    """A scenario whose setup broke (the recorder could not list a cluster, say) judged
+    nothing: each of its checks is undecided with the error, never silently unrecorded.
+    An injected fault that overlapped the setup (``start``..``end``, monotonic seconds, the
+    fault log's clock) is named first, as ``excused`` names it for a scenario that ran."""
+    why = SETUP_BROKE.format(test=test, error=error)
+    logged = faults.windows(faults.read_log(session.environment / faults.LOG_FILE))
+    hit = faults.overlapping(logged, start, end)
+    if hit:
+        said = "; ".join(w.describe(start) for w in hit)
+        why = f"environment: {said} (t from the setup's start); {why}"
+    for check_id in ids:
+        _write(
+            session,
+            {"check": check_id, "scenario": test, "result": Result.UNDECIDED, "message": why},
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from harness.tools import bench
@@ -77,3 +79,27 @@ def test_dispatchers_side_by_side_from_the_audit_log_else_the_watches():
     assert "| nominated of created | 998 of 1000 | 1000 of 1000 |" in block
     assert "| creation to first nomination p50 / p99 (s) | 0.31 / 0.90 | 0.50 / – |" in block
     assert "| API requests per first nomination | 3.1 | – |" in block
+
+
+def _run(workers: int, p99: float) -> dict[str, Any]:
+    timing = {"timeToFirstNominationSeconds": {"p50": p99 / 2, "p99": p99}}
+    return {"workloads": 1000, "workers": workers, "dispatchers": {"reference": {"audit": timing}}}
+
+
+def test_the_dispatchers_run_is_the_scaling_curves_last_point_when_it_fits():
+    scaling = {"runs": [_run(8, 0.8), _run(4, 0.4)]}
+    merged = bench.with_point(scaling, _run(20, 2.0))
+    assert [r["workers"] for r in merged["runs"]] == [4, 8, 20]
+    # a count already measured, or other workloads, is not mixed in
+    assert [r["workers"] for r in bench.with_point(scaling, _run(8, 9.0))["runs"]] == [4, 8]
+    other = {**_run(20, 2.0), "workloads": 200}
+    assert [r["workers"] for r in bench.with_point(scaling, other)["runs"]] == [4, 8]
+    assert [r["workers"] for r in bench.with_point(scaling, None)["runs"]] == [4, 8]
+
+
+def test_the_scaling_picture_comes_with_its_points_as_a_table():
+    section = {"command": "x", "figures": {"runs": [_run(4, 0.4), _run(20, 2.0)]}}
+    lines = bench.scaling_lines(section)
+    assert lines[0] == "![p99 to first nomination against workers](benchmarks/scaling.png)"
+    assert "| workers | 4 | 20 |" in lines
+    assert "| reference p50 / p99 (s) | 0.20 / 0.40 | 1.00 / 2.00 |" in lines

@@ -4,18 +4,26 @@ undecided, and what the undecided ones say."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness import faults
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.scenario import Scenario
+from harness.session import SESSION_ENV
+from harness.session import current as current_session
 from suites import expectations
 from tests.sessions import FrozenRecorder, offline_context, use_session
 
 KEY = "sc/wl"
 WAIT = "TimeoutError: timed out after 75s waiting for sc/wl to be placed: sc/wl to be placed"
+ROOT = Path(__file__).resolve().parents[1]
 USER = "system:serviceaccount:kueue-system:mkdc-dispatcher-0"
 
 
@@ -105,3 +113,62 @@ def test_core06_decides_on_its_wait_once_placed() -> None:
     result, message = expectations.settle("CORE-06", WAIT, True, failed, placed)
     assert result == "undecided"
     assert message == "undecided: CORE-01 failed in this scenario (also CORE-05): nominated worker1"
+
+
+SETUP_ERROR = "TimeoutError: worker2: no list within 40s"
+
+
+def test_a_scenario_whose_setup_broke_leaves_each_check_undecided_with_the_error(
+    session: Path,
+) -> None:
+    expectations.record_setup_failed(
+        current_session(), "test_x", ["CORE-03", "CORE-08"], SETUP_ERROR, 100.0, 140.0
+    )
+    got = results(session)
+    assert set(got) == {"CORE-03", "CORE-08"}
+    assert got["CORE-03"]["result"] == "undecided"
+    assert got["CORE-03"]["message"] == (
+        f"undecided: scenario test_x could not be set up ({SETUP_ERROR}), so it decided nothing"
+    )
+
+
+def test_an_injected_fault_during_a_broken_setup_is_named_as_the_environment(
+    session: Path,
+) -> None:
+    log = [  # one fault overlapping the setup (100..140), one long before it
+        faults.Record(1, "apiserver-restart", "worker2", "start", 110.0, "worker2's apiserver"),
+        faults.Record(1, "apiserver-restart", "worker2", "end", 125.0, "worker2's apiserver"),
+        faults.Record(2, "kueue-crash", "", "start", 10.0, "Kueue crashed"),
+        faults.Record(2, "kueue-crash", "", "end", 15.0, "Kueue crashed"),
+    ]
+    (session / faults.LOG_FILE).write_text("".join(r.to_json() + "\n" for r in log))
+    expectations.record_setup_failed(
+        current_session(), "test_x", ["CORE-04"], SETUP_ERROR, 100.0, 140.0
+    )
+    message = results(session)["CORE-04"]["message"]
+    assert message.startswith(
+        "environment: worker2's apiserver at t=10.0s to t=25.0s (t from the setup's start); "
+        "undecided: scenario test_x could not be set up"
+    )
+    assert "Kueue crashed" not in message
+
+
+def test_the_suite_records_a_setup_error_for_each_check_of_the_scenario(
+    session: Path,
+) -> None:
+    """The conformance conftest, run for real on a session whose environment is gone: the
+    shared context cannot be made, and the scenario's check is undecided, saying why."""
+    test = "suites/conformance/test_core_placement.py::test_nominates_configured_only"
+    shutil.copy(ROOT / "dispatchers/profiles/reference.yaml", session / "profile.yaml")
+    env = {**os.environ, SESSION_ENV: str(session / "session.json")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-2000:]
+    got = results(session)
+    assert got["CORE-01"]["result"] == "undecided"
+    assert (
+        "scenario test_nominates_configured_only could not be set up (FileNotFoundError"
+        in (got["CORE-01"]["message"])
+    )

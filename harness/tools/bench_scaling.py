@@ -77,7 +77,7 @@ def plot(data: Curves, path: Path, title: str = "") -> None:
     plt.close(fig)
 
 
-def _title(documents: Sequence[Mapping[str, Any]]) -> str:
+def title(documents: Sequence[Mapping[str, Any]]) -> str:
     counts = sorted({int(d.get("workloads") or 0) for d in documents})
     return f"{'/'.join(map(str, counts))} pending workloads, no capacity anywhere"
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.replot:
         documents = json.loads(args.replot.read_text())["runs"]
-        plot(curves(documents), args.replot.with_suffix(".png"), _title(documents))
+        plot(curves(documents), args.replot.with_suffix(".png"), title(documents))
         return
     names = [p for p in args.profiles.split(",") if p]
     documents = []
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
             doc["dispatchers"][result["profile"]] = result
         documents.append(doc)
         (args.out / "scaling.json").write_text(json.dumps({"runs": documents}, indent=2))
-        plot(curves(documents), args.out / "scaling.png", _title(documents))
+        plot(curves(documents), args.out / "scaling.png", title(documents))
     print(json.dumps({"runs": documents}, indent=2))
 
 

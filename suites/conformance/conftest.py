@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -163,6 +164,17 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     setattr(item, f"rep_{report.when}", report)
+    if report.when == "setup" and report.failed and isinstance(item, pytest.Function):
+        session = current()
+        end = time.monotonic()
+        expectations.record_setup_failed(
+            session,
+            item.name,
+            _decided(item, session),
+            _first_line(report),
+            end - call.duration,
+            end,
+        )
     if report.when == "call" and call.excinfo is not None:
         item.timed_out = call.excinfo.errisinstance(TimeoutError)  # type: ignore[attr-defined]
     return report
