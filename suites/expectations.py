@@ -45,6 +45,15 @@ def placement_timeout(sc: Scenario, cluster: str | None = None, extra: float = 0
     return bounds(sc).placement_bound(cluster) + extra + 15.0
 
 
+def needed_placement_timeout(sc: Scenario, cluster: str | None = None) -> float:
+    """How long to wait for a placement a check merely needs before its decision point
+    (CORE-03 and CORE-08 watch what follows a placement; CORE-06 and EXT-09 judge the
+    placement after an eviction). Its time is no verdict, so a loaded machine gets one
+    placement_slack more before the scenario gives up (undecided); the placements checks
+    bound (CORE-04, CORE-09) keep ``placement_timeout``."""
+    return placement_timeout(sc, cluster) + bounds(sc).placement_slack
+
+
 def skip_if_slow(sc: Scenario, seconds: float, limit: float = 150.0) -> None:
     """Extended scenarios whose claimed timing needs longer than `limit` run only in the
     full run. A core check always runs: its scenario takes its timing from the claims."""

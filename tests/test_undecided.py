@@ -172,3 +172,15 @@ def test_the_suite_records_a_setup_error_for_each_check_of_the_scenario(
         "scenario test_nominates_configured_only could not be set up (FileNotFoundError"
         in (got["CORE-01"]["message"])
     )
+
+
+def test_a_placement_a_check_merely_needs_is_waited_for_a_slack_longer() -> None:
+    """Its timeout leaves the scenario undecided, so a loaded machine gets more time; the
+    placements CORE-04 bounds keep their own wait."""
+    sc = scenario(["CORE-03"])
+    slack = expectations.bounds(sc).placement_slack
+    assert slack > 0
+    assert expectations.needed_placement_timeout(sc) == (expectations.placement_timeout(sc) + slack)
+    assert expectations.needed_placement_timeout(sc, "sc-w2") == (
+        expectations.placement_timeout(sc, "sc-w2") + slack
+    )

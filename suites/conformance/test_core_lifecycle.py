@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.expectations import conforms, placement_timeout
+from suites.expectations import conforms, needed_placement_timeout, placement_timeout
 
 
 @pytest.mark.checks("CORE-03")
@@ -13,7 +13,7 @@ def test_no_nomination_after_placement(scenario):
     workers = scenario.workers(2)
     scenario.with_workers(workers, capacity=dict.fromkeys(workers, 1))
     workload = scenario.submit("job", run_for="20s")
-    scenario.wait_placed(workload, timeout=placement_timeout(scenario))
+    scenario.wait_placed(workload, timeout=needed_placement_timeout(scenario))
     scenario.observe(15)
     conforms(scenario)
 
@@ -25,7 +25,7 @@ def test_redispatch_after_eviction(scenario):
     scenario.with_workers(workers, capacity=dict.fromkeys(workers, 1), preemption=True)
     low = scenario.shape.priority_classes[0]
     workload = scenario.submit("job", priority=low)
-    first = scenario.wait_placed(workload, timeout=placement_timeout(scenario))
+    first = scenario.wait_placed(workload, timeout=needed_placement_timeout(scenario))
     scenario.preempt_on(scenario.members[first], "local-high")
     scenario.wait_after_eviction(
         workload,
@@ -43,6 +43,6 @@ def test_foreign_workloads_untouched(scenario):
     scenario.with_workers(workers, capacity=dict.fromkeys(workers, 1)).with_plain_queue()
     foreign = scenario.submit_foreign("plain")
     workload = scenario.submit("job", run_for="1s")
-    scenario.wait_placed(workload, timeout=placement_timeout(scenario))
+    scenario.wait_placed(workload, timeout=needed_placement_timeout(scenario))
     scenario.observe(10)
     conforms(scenario, foreign_workloads=frozenset({foreign}))

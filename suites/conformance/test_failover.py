@@ -7,7 +7,12 @@ import pytest
 
 from harness.autoscaler import PROVISION, Behaviour
 from harness.recording.timeline import Timeline
-from suites.expectations import conforms, placement_timeout, skip_if_slow
+from suites.expectations import (
+    conforms,
+    needed_placement_timeout,
+    placement_timeout,
+    skip_if_slow,
+)
 
 
 @pytest.mark.checks("EXT-09")
@@ -22,7 +27,7 @@ def test_provisioning_failover(scenario):
     skip_if_slow(scenario, placement_timeout(scenario, last))
     autoscaler = scenario.autoscale(dict.fromkeys(members, Behaviour(PROVISION, after=2)))
     workload = scenario.submit("job")
-    placed = scenario.wait_placed(workload, timeout=placement_timeout(scenario, last))
+    placed = scenario.wait_placed(workload, timeout=needed_placement_timeout(scenario, last))
     worker = scenario.members[placed]
     # Quota first: a copy that re-reserves at once hides its eviction from the manager.
     scenario.set_capacity(worker, 0)
