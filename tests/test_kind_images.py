@@ -107,3 +107,20 @@ def test_a_new_node_image_supersedes_only_its_own_versions_earlier_builds():
     assert kind_images.superseded_node_images(V, current, listed) == [
         f"{repo}:v{V.kubernetes}-0123456789ab"
     ]
+
+
+def test_a_new_archive_supersedes_its_references_older_keys_only(tmp_path):
+    names = [
+        "mkdc.local_kueue_v0.19.2-0ddac4a2de80.tar",  # the same reference, older key: removed
+        "mkdc.local_kueue_v0.19.1-bcdfa57b089e.tar",  # another version: kept
+        "registry.k8s.io_etcd_3.6.16-0-844f615fcba7.tar",  # another reference: kept
+        "mkdc.local_kueue_v0.19.2-notakey.tar",  # not one of ours: kept
+        "pause-v1.36.3",
+    ]
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+    new = tmp_path / "mkdc.local_kueue_v0.19.2-5e30ac8cad07.tar"
+    kind_images.write_archive(new, "mkdc.local/kueue:v0.19.2", kind_images.Layer(), ["/manager"])
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([new.name, *names[1:]])
+    assert kind_images.superseded_archives(tmp_path / "pause-v1.36.3", tmp_path.iterdir()) == []

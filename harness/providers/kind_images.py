@@ -11,6 +11,7 @@ binaries, so a second run builds nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -135,7 +136,28 @@ def write_archive(
             info.size = len(data)
             out.addfile(info, io.BytesIO(data))
     partial.rename(path)
+    for old in superseded_archives(path, path.parent.iterdir()):
+        with contextlib.suppress(OSError):
+            old.unlink()
     return path
+
+
+KEYED_ARCHIVE = re.compile(r"(?P<ref>.+)-[0-9a-f]{12}\.tar")
+
+
+def superseded_archives(archive: Path, present: Iterable[Path]) -> list[Path]:
+    """Archives of the same image reference under another key (an earlier recipe or
+    earlier binaries: never loaded again, up to 100 MB each); other references stay."""
+    mine = KEYED_ARCHIVE.fullmatch(archive.name)
+    if mine is None:
+        return []
+    return sorted(
+        p
+        for p in present
+        if p != archive
+        and (m := KEYED_ARCHIVE.fullmatch(p.name)) is not None
+        and m["ref"] == mine["ref"]
+    )
 
 
 def linked_libraries(binary: Path, root: Path | None = None) -> list[str]:
