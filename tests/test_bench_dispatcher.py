@@ -113,3 +113,20 @@ def test_profiles_and_profile_both_work() -> None:
     assert bench_dispatcher.parse_args(["--profile", "incremental"]).names == ["incremental"]
     args = bench_dispatcher.parse_args(["--profiles", "reference,incremental,all-at-once"])
     assert args.names == ["reference", "incremental", "all-at-once"]
+
+
+class _BusyManager:
+    """A manager whose apiserver answers every list with a timeout (seen at 1+20)."""
+
+    def resource(self, api: str, kind: str) -> Any:
+        return self
+
+    def get(self, **_: Any) -> Any:
+        raise TimeoutError("Timeout: request did not complete within the allotted timeout")
+
+
+def test_counts_a_busy_apiserver_cannot_give_say_why_instead_of_losing_the_run() -> None:
+    got = bench_dispatcher._counts_or_why(_BusyManager())  # type: ignore[arg-type]
+    assert got == {
+        "error": "TimeoutError: Timeout: request did not complete within the allotted timeout"
+    }
