@@ -60,6 +60,7 @@ DISPATCHERS = {
                     "apiRequestsPerFirstNomination": 3.1,
                 },
                 "peakRssMiB": 98.5, "cpuSeconds": 12.0, "measuredProcess": "dispatcher",
+                "submitSeconds": 120.5,
             },
             "incremental": {
                 "profile": "incremental",
@@ -77,6 +78,7 @@ def test_dispatchers_side_by_side_from_the_audit_log_else_the_watches():
     assert "1000 workloads at once, 20 workers without capacity:" in block
     assert "| | reference | incremental |" in block
     assert "| nominated of created | 998 of 1000 | 1000 of 1000 |" in block
+    assert "| every Job submitted after (s) | 120.5 | – |" in block
     assert "| creation to first nomination p50 / p99 (s) | 0.31 / 0.90 | 0.50 / – |" in block
     assert "| API requests per first nomination | 3.1 | – |" in block
 

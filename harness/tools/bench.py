@@ -164,6 +164,8 @@ def dispatchers_table(section: dict[str, Any]) -> list[str]:
         return lambda r: " / ".join(_seconds(times(r).get(key), q) for q in ("p50", "p99"))
 
     rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("every Job submitted after (s)",
+         lambda r: f"{r.get('submitSeconds', '–')}"),
         ("nominated of created", lambda r: f"{times(r).get('nominated')} of "
                                            f"{times(r).get('created')}"),
         ("creation to first nomination p50 / p99 (s)", spread("timeToFirstNominationSeconds")),
