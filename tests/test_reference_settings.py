@@ -143,6 +143,8 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
         ("--metrics-port", "70000", "metrics-port"),
         ("--metrics-port", "-1", "metrics-port"),
         ("--log-level", "chatty", "log-level"),
+        ("--first-dispatch-workers", "-1", "first-dispatch-workers"),
+        ("--first-dispatch-workers", "16", "first-dispatch-workers"),  # none left to escalate
     ],
 )
 def test_each_invalid_flag_names_its_field(flag: str, value: str, field: str) -> None:

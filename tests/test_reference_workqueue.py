@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 from dispatchers.reference.workqueue import TokenBucket, WorkQueue
 
 
@@ -92,6 +95,33 @@ def test_a_moved_key_leaves_no_second_turn_behind() -> None:
     q.add("moved")  # queued again, now behind c
     assert len(q) == 3
     assert drain(q) == ["b", "c", "moved"]
+
+
+def test_a_worker_kept_for_new_workloads_takes_only_the_urgent_lane() -> None:
+    q = WorkQueue(Clock())
+    q.add("escalating")
+    assert q.get(timeout=0, urgent_only=True) is None  # left for the other workers
+    q.add("new", urgent=True)
+    assert q.get(timeout=0, urgent_only=True) == "new"
+    assert q.get(timeout=0) == "escalating"
+
+
+def test_a_normal_key_wakes_a_general_worker_while_a_kept_one_waits_too() -> None:
+    """Both wait on one condition: the normal key must not be lost on the kept worker."""
+    q = WorkQueue()
+    got: dict[str, str | None] = {}
+    kept = threading.Thread(target=lambda: got.update(kept=q.get(5.0, urgent_only=True)))
+    general = threading.Thread(target=lambda: got.update(general=q.get(5.0)))
+    kept.start()
+    general.start()
+    time.sleep(0.1)  # both are waiting
+    started = time.monotonic()
+    q.add("escalating")
+    general.join()
+    waited = time.monotonic() - started
+    kept.join()
+    assert got == {"general": "escalating", "kept": None}
+    assert waited < 2.5  # woken at once, not at its timeout (5 s)
 
 
 def test_urgency_added_while_processing_is_kept() -> None:

@@ -190,8 +190,9 @@ class Controller:
             threading.Thread(target=inf.run, name=f"watch-{p}", daemon=True)
             for p, inf in self.informers.items()
         ]
+        kept = self.settings.first_dispatch_workers  # for workloads awaiting a first nominee
         threads += [
-            threading.Thread(target=self._work, name=f"worker-{i}", daemon=True)
+            threading.Thread(target=self._work, args=(i < kept,), name=f"worker-{i}", daemon=True)
             for i in range(self.settings.workers)
         ]
         threads.append(
@@ -278,13 +279,13 @@ class Controller:
 
     # --- the loop -----------------------------------------------------------------------
 
-    def _work(self) -> None:
+    def _work(self, urgent_only: bool = False) -> None:
         for inf in self.informers.values():
             while not inf.synced.wait(0.5):
                 if self.stop.is_set():
                     return
         while not self.stop.is_set():
-            key = self.queue.get(timeout=1.0)
+            key = self.queue.get(timeout=1.0, urgent_only=urgent_only)
             if key is None:
                 continue
             try:

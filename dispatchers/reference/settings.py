@@ -82,6 +82,10 @@ class Settings:
     # reconciles in parallel: each waits on two API round trips (annotation, then status),
     # not on the CPU, so under a burst the round-trip time divided by this bounds the rate
     workers: int = 16
+    # of those, this many take only workloads still waiting for their first nominee: under
+    # a backlog of escalations on a slow apiserver every worker sat in a write while new
+    # workloads waited their turn (seconds at 1+20)
+    first_dispatch_workers: int = 4
     kube_qps: float = 100.0  # client-side limit of API gets and writes, as client-go's QPS
     kube_burst: int = 200
     event_qps: float = 20.0  # Events' own limit: an explanation never takes a decision's token
@@ -227,6 +231,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "field_manager": _field_manager,
     "identity": _identity,
     "workers": _int_in(1, 64),
+    "first_dispatch_workers": _int_in(0, 63),
     "kube_qps": _positive_number,
     "kube_burst": _int_in(1, 10000),
     "event_qps": _positive_number,
@@ -235,10 +240,16 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
 
 
 def _check_cross_fields(values: Mapping[str, Any]) -> None:
-    """The state annotation must not collide with the workload timeout annotation."""
+    """The state annotation must not collide with the workload timeout annotation, and
+    some worker must be left for escalations."""
     if values["state_annotation"] == values["workload_timeout_annotation"]:
         raise SettingsError(
             "state-annotation", "must differ from workload-timeout-annotation (both on Workload)"
+        )
+    if values["first_dispatch_workers"] >= values["workers"]:
+        raise SettingsError(
+            "first-dispatch-workers",
+            f"must be below workers ({values['workers']}): escalations need a worker too",
         )
 
 

@@ -86,13 +86,15 @@ class WorkQueue:
         with self._cond:
             self._failures.pop(key, None)
 
-    def get(self, timeout: float | None = None) -> str | None:
-        """The next due key, marked as processing; None on timeout or shutdown."""
+    def get(self, timeout: float | None = None, *, urgent_only: bool = False) -> str | None:
+        """The next due key, marked as processing; None on timeout or shutdown.
+        ``urgent_only``: only from the urgent lane (a worker kept for new workloads, so a
+        backlog of escalations, each waiting on slow writes, never holds every worker)."""
         deadline = None if timeout is None else self._clock() + timeout
         with self._cond:
             while not self._shutdown:
                 self._promote()
-                key = self._pop(self._urgent) or self._pop(self._ready)
+                key = self._pop(self._urgent) or (None if urgent_only else self._pop(self._ready))
                 if key is not None:
                     self._processing.add(key)
                     self._waited[key] = self._clock() - self._since.pop(key, self._clock())
@@ -137,7 +139,7 @@ class WorkQueue:
             ticket = next(self._tickets)
             self._queued[key] = (ticket, urgent)
             (self._urgent if urgent else self._ready).append((ticket, key))
-            self._cond.notify()
+            self._cond.notify_all()  # a waiter kept for the urgent lane may not take it
 
     def _pop(self, lane: deque[tuple[int, str]]) -> str | None:
         """The lane's first live key (dropped from _queued), skipping stale entries."""
