@@ -144,7 +144,6 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
         ("--metrics-port", "-1", "metrics-port"),
         ("--log-level", "chatty", "log-level"),
         ("--first-dispatch-workers", "-1", "first-dispatch-workers"),
-        ("--first-dispatch-workers", "16", "first-dispatch-workers"),  # none left to escalate
     ],
 )
 def test_each_invalid_flag_names_its_field(flag: str, value: str, field: str) -> None:
@@ -186,3 +185,13 @@ def test_settings_error_is_a_value_error() -> None:
 def test_validated_normalises_programmatic_settings() -> None:
     settings = Settings(round_timeout="1m", step="2", log_level="warning").validated()  # type: ignore[arg-type]
     assert (settings.round_timeout, settings.step, settings.log_level) == (60.0, 2, "WARNING")
+
+
+def test_one_thread_is_always_left_for_escalations() -> None:
+    assert Settings().kept_for_first_dispatch == 4
+    assert Settings(workers=2).kept_for_first_dispatch == 1
+    assert Settings(workers=1).kept_for_first_dispatch == 0
+    assert (
+        load_settings(["--workers", "8", "--first-dispatch-workers", "8"]).kept_for_first_dispatch
+        == 7
+    )

@@ -190,7 +190,7 @@ class Controller:
             threading.Thread(target=inf.run, name=f"watch-{p}", daemon=True)
             for p, inf in self.informers.items()
         ]
-        kept = self.settings.first_dispatch_workers  # for workloads awaiting a first nominee
+        kept = self.settings.kept_for_first_dispatch  # for workloads awaiting a first nominee
         threads += [
             threading.Thread(target=self._work, args=(i < kept,), name=f"worker-{i}", daemon=True)
             for i in range(self.settings.workers)

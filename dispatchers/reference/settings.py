@@ -91,6 +91,12 @@ class Settings:
     event_qps: float = 20.0  # Events' own limit: an explanation never takes a decision's token
     event_burst: int = 100
 
+    @property
+    def kept_for_first_dispatch(self) -> int:
+        """Threads that serve only the urgent lane: as set, but one is always left for
+        escalations (``--workers 2`` with the default keeps one)."""
+        return min(self.first_dispatch_workers, self.workers - 1)
+
     def validated(self) -> Settings:
         """Return a normalised copy, or raise SettingsError for the first bad field."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -240,16 +246,10 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
 
 
 def _check_cross_fields(values: Mapping[str, Any]) -> None:
-    """The state annotation must not collide with the workload timeout annotation, and
-    some worker must be left for escalations."""
+    """The state annotation must not collide with the workload timeout annotation."""
     if values["state_annotation"] == values["workload_timeout_annotation"]:
         raise SettingsError(
             "state-annotation", "must differ from workload-timeout-annotation (both on Workload)"
-        )
-    if values["first_dispatch_workers"] >= values["workers"]:
-        raise SettingsError(
-            "first-dispatch-workers",
-            f"must be below workers ({values['workers']}): escalations need a worker too",
         )
 
 
