@@ -302,7 +302,12 @@ def excused(check: Check, result: Result, sc: Scenario, origin: float) -> str:
     or undecided result of a scenario the fault disturbed becomes undecided, naming it."""
     if result not in (Result.FAILED, Result.UNDECIDED) or check.writes_only:
         return ""
-    hit = sc.environment_faults()
+    return environment_note(sc.environment_faults(), origin)
+
+
+def environment_note(hit: list[faults.Window], origin: float) -> str:
+    """``environment: <fault> at t=...; <fault> ...`` for the injected faults that excuse a
+    result (times from ``origin``), or "" when none did."""
     return "environment: " + "; ".join(w.describe(origin) for w in hit) if hit else ""
 
 
@@ -364,10 +369,9 @@ def record_setup_failed(
     fault log's clock) is named first, as ``excused`` names it for a scenario that ran."""
     why = SETUP_BROKE.format(test=test, error=error)
     logged = faults.windows(faults.read_log(session.environment / faults.LOG_FILE))
-    hit = faults.overlapping(logged, start, end)
-    if hit:
-        said = "; ".join(w.describe(start) for w in hit)
-        why = f"environment: {said} (t from the setup's start); {why}"
+    excuse = environment_note(faults.overlapping(logged, start, end), start)
+    if excuse:
+        why = f"{excuse} (t from the setup's start); {why}"
     for check_id in ids:
         _write(
             session,

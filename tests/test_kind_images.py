@@ -109,7 +109,7 @@ def test_a_new_node_image_supersedes_only_its_own_versions_earlier_builds():
     ]
 
 
-def test_a_new_archive_supersedes_its_references_older_keys_only(tmp_path):
+def test_a_new_archive_supersedes_its_references_older_keys_only(tmp_path, monkeypatch):
     names = [
         "mkdc.local_kueue_v0.19.2-0ddac4a2de80.tar",  # the same reference, older key: removed
         "mkdc.local_kueue_v0.19.1-bcdfa57b089e.tar",  # another version: kept
@@ -119,8 +119,14 @@ def test_a_new_archive_supersedes_its_references_older_keys_only(tmp_path):
     ]
     for name in names:
         (tmp_path / name).write_bytes(b"x")
-    new = tmp_path / "mkdc.local_kueue_v0.19.2-5e30ac8cad07.tar"
-    kind_images.write_archive(new, "mkdc.local/kueue:v0.19.2", kind_images.Layer(), ["/manager"])
+    monkeypatch.setattr(kind_images, "images_dir", lambda: tmp_path)
+    ref = "mkdc.local/kueue:v0.19.2"
+    image = kind_images.keyed_image(
+        ref, "5e30ac8cad07", lambda a: kind_images.write_archive(a, ref, kind_images.Layer(), [])
+    )
+    assert image.archive == tmp_path / "mkdc.local_kueue_v0.19.2-5e30ac8cad07.tar"
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == sorted([new.name, *names[1:]])
-    assert kind_images.superseded_archives(tmp_path / "pause-v1.36.3", tmp_path.iterdir()) == []
+    assert left == sorted([image.archive.name, *names[1:]])
+    # etcd's ref "3.6.16-0" is not the ref "3.6.16" under a key "0-..."
+    etcd = "registry.k8s.io/etcd:3.6.16"
+    assert kind_images.superseded_archives(etcd, tmp_path / "x", tmp_path.iterdir()) == []

@@ -124,6 +124,19 @@ def test_a_normal_key_wakes_a_general_worker_while_a_kept_one_waits_too() -> Non
     assert waited < 2.5  # woken at once, not at its timeout (5 s)
 
 
+def test_an_urgent_key_wakes_a_kept_worker_at_once() -> None:
+    q = WorkQueue()
+    got: dict[str, str | None] = {}
+    kept = threading.Thread(target=lambda: got.update(kept=q.get(5.0, urgent_only=True)))
+    kept.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    q.add("new", urgent=True)
+    kept.join()
+    assert got == {"kept": "new"}
+    assert time.monotonic() - started < 2.5  # woken at once, not at its timeout (5 s)
+
+
 def test_urgency_added_while_processing_is_kept() -> None:
     q = WorkQueue(Clock())
     q.add("a")

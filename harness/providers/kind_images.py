@@ -136,27 +136,39 @@ def write_archive(
             info.size = len(data)
             out.addfile(info, io.BytesIO(data))
     partial.rename(path)
-    for old in superseded_archives(path, path.parent.iterdir()):
-        with contextlib.suppress(OSError):
-            old.unlink()
     return path
 
 
-KEYED_ARCHIVE = re.compile(r"(?P<ref>.+)-[0-9a-f]{12}\.tar")
+ARCHIVE_KEY = re.compile(r"[0-9a-f]{12}\.tar")
 
 
-def superseded_archives(archive: Path, present: Iterable[Path]) -> list[Path]:
-    """Archives of the same image reference under another key (an earlier recipe or
-    earlier binaries: never loaded again, up to 100 MB each); other references stay."""
-    mine = KEYED_ARCHIVE.fullmatch(archive.name)
-    if mine is None:
-        return []
+def _archive_prefix(ref: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", ref) + "-"
+
+
+def keyed_image(ref: str, key: str, write: Callable[[Path], object]) -> Image:
+    """The image's archive cached under ``key`` (what went into it), written by ``write``
+    when missing; a new one removes the archives of the same reference under other keys
+    (an earlier recipe or earlier binaries: never loaded again, up to 100 MB each)."""
+    archive = images_dir() / f"{_archive_prefix(ref)}{key}.tar"
+    if not archive.is_file():
+        write(archive)
+        for old in superseded_archives(ref, archive, archive.parent.iterdir()):
+            with contextlib.suppress(OSError):
+                old.unlink()
+    return Image(ref, archive)
+
+
+def superseded_archives(ref: str, archive: Path, present: Iterable[Path]) -> list[Path]:
+    """The archives among ``present`` of ``ref`` under another key than ``archive``'s;
+    other references (and other versions) stay."""
+    prefix = _archive_prefix(ref)
     return sorted(
         p
         for p in present
         if p != archive
-        and (m := KEYED_ARCHIVE.fullmatch(p.name)) is not None
-        and m["ref"] == mine["ref"]
+        and p.name.startswith(prefix)
+        and ARCHIVE_KEY.fullmatch(p.name[len(prefix) :]) is not None
     )
 
 
@@ -197,11 +209,11 @@ def binary_image(
     for dest, source in sorted(binaries.items()):
         digest.update(dest.encode() + str(source.stat().st_mtime_ns).encode())
         digest.update(str(source.stat().st_size).encode())
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", ref) + f"-{digest.hexdigest()[:12]}.tar"
-    archive = images_dir() / name
-    if not archive.is_file():
-        write_archive(archive, ref, binary_layer(binaries), entrypoint, user=user)
-    return Image(ref, archive)
+    return keyed_image(
+        ref,
+        digest.hexdigest()[:12],
+        lambda archive: write_archive(archive, ref, binary_layer(binaries), entrypoint, user=user),
+    )
 
 
 # ------------------------------------------------------------------ the node
@@ -327,10 +339,7 @@ def coredns_ref(v: Versions) -> str:
 
 def _cached(ref: str, layer: Layer, entrypoint: list[str], v: Versions) -> Image:
     key = hashlib.sha256(f"{RECIPE}{ref}{v.describe()}".encode()).hexdigest()[:12]
-    archive = images_dir() / (re.sub(r"[^A-Za-z0-9_.-]+", "_", ref) + f"-{key}.tar")
-    if not archive.is_file():
-        write_archive(archive, ref, layer, entrypoint)
-    return Image(ref, archive)
+    return keyed_image(ref, key, lambda archive: write_archive(archive, ref, layer, entrypoint))
 
 
 def _kube_proxy_image(v: Versions, rootfs_dir: Path) -> Image:

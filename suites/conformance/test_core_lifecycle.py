@@ -43,7 +43,7 @@ def test_foreign_workloads_untouched(scenario):
     scenario.with_workers(workers, capacity=dict.fromkeys(workers, 1)).with_plain_queue()
     foreign = scenario.submit_foreign("plain")
     # long enough to be seen placed: a 1 s Job finished on its worker before the manager's
-    # Workload showed the placement, and the wait for it never ended (seen under load)
+    # Workload showed the placement, and the wait for it never ended
     workload = scenario.submit("job", run_for="20s")
     scenario.wait_placed(workload, timeout=needed_placement_timeout(scenario))
     scenario.observe(10)
