@@ -236,3 +236,18 @@ def test_findings_in_a_report_pass_verify() -> None:
     doc = report.to_dict()
     assert doc["findings"][0]["id"] == "never-nominated"
     assert not [p for p in verify_report_data(doc) if p.startswith("findings")]
+
+
+def test_api_forbidden_leaves_out_refusals_while_the_manager_apiserver_restarts() -> None:
+    def refused_at(t: float) -> Story:
+        story = Story("sc/wl").created(0).nominate(0.5, "sc-w1")
+        story.action(7.6, "manager-apiserver-down", how="stop")
+        story.env(t, Kind.FORBIDDEN, user=ME, verb="watch", resource="kueue.x-k8s.io/clusterqueues")
+        return story.action(27.7, "manager-apiserver-back").place(30, "sc-w1")
+
+    # refused while it started (before it was ready): its RBAC caches were still empty
+    assert "api-forbidden" not in ids([record(refused_at(25.5), config=["sc-w1"])])
+    # refused once it was back: a privilege the dispatcher lacks
+    (finding,) = detect([record(refused_at(28.0), config=["sc-w1"])], CLAIMS)
+    assert finding.id == "api-forbidden"
+    assert "watch kueue.x-k8s.io/clusterqueues cluster-wide: 1 time(s)" in finding.detail

@@ -7,6 +7,7 @@ timelines and evaluated on recorded ones with the same code.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -220,6 +221,22 @@ class Timeline:
             if not released and now - evicted.t > grace:
                 return evicted
         return None
+
+    def action(self, what: str, after: float = -math.inf) -> Event | None:
+        """The first ACTION ``what`` at or after ``after``."""
+        return next((e for e in self.where(Kind.ACTION) if e.what == what and e.t >= after), None)
+
+    def outages(self, process: str) -> list[tuple[float, float]]:
+        """(down, back) of each time the harness took a manager ``process`` out (its
+        ``<process>-down`` and ``<process>-back`` ACTIONs); back is inf while it stayed out."""
+        out, after = [], -math.inf
+        while (down := self.action(f"{process}-down", after)) is not None:
+            back = self.action(f"{process}-back", down.t)
+            out.append((down.t, back.t if back else math.inf))
+            if back is None:
+                break
+            after = math.nextafter(back.t, math.inf)
+        return out
 
     def where_writes(self) -> list[Event]:
         """API writes attributed to a user (from the audit log)."""

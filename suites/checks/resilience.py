@@ -88,8 +88,8 @@ def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     workload is placed within placement_bound(expected_cluster) + d of creation. Timing
     from tb, not tr, keeps a process slow to start (a loaded machine) from looking like
     a reset."""
-    kill = _action(tl, "dispatcher-killed")
-    restart = _action(tl, "dispatcher-restarted", after=kill.t if kill else INF)
+    kill = tl.action("dispatcher-killed")
+    restart = tl.action("dispatcher-restarted", after=kill.t if kill else INF)
     if kill is None or restart is None:
         return Verdict.unclear("no dispatcher-killed/dispatcher-restarted actions")
     back = next((e for e in tl.where(Kind.READ) if e.t > kill.t), restart)
@@ -136,8 +136,8 @@ def _survives_outage(tl: Timeline, b: Bounds, process: str) -> Verdict:
     dispatcher gets to recover, as a standby to take over: a dispatcher whose watch
     never came back never sees it), and it is placed within placement_bound +
     handover_slack."""
-    down = _action(tl, f"{process}-down")
-    back = _action(tl, f"{process}-back", after=down.t if down else INF)
+    down = tl.action(f"{process}-down")
+    back = tl.action(f"{process}-back", after=down.t if down else INF)
     if down is None or back is None:
         return Verdict.unclear(f"no {process}-down/{process}-back actions")
     measured: dict[str, Any] = {"outageSeconds": back.t - down.t}
@@ -231,7 +231,7 @@ def leader_failover(tl: Timeline, b: Bounds) -> Verdict:
     if not b.dispatcher_users:
         return Verdict.unclear("dispatcher users unknown: replicas cannot be told apart")
     writes = [e for e in tl.where(Kind.WRITE) if e.user in b.dispatcher_users]
-    kill = _action(tl, "leader-killed")
+    kill = tl.action("leader-killed")
     before = [w for w in writes if kill and w.t <= kill.t]
     old = (kill.user if kill else None) or (before[-1].user if before else None)
 
@@ -281,7 +281,3 @@ def _handover(tl: Timeline, b: Bounds, kill: Event, writes: list[Event]) -> tupl
         f"leader {old} killed at {at(kill.t)}; write by another replica {when}, "
         f"due by {at(deadline)}"
     ], True
-
-
-def _action(tl: Timeline, what: str, after: float = -INF) -> Event | None:
-    return next((e for e in tl.where(Kind.ACTION) if e.what == what and e.t >= after), None)
