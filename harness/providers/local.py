@@ -12,6 +12,7 @@ import contextlib
 import shutil
 import signal
 import ssl
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -176,8 +177,14 @@ class LocalProvider:
         self.supervisor = Supervisor(self.run_dir, outlive_parent=self.outlive_parent)
         try:
             return self._up(bins, man)
-        except BaseException:
+        except BaseException as exc:
+            kept = None if isinstance(exc, KeyboardInterrupt) else keep_logs(self.run_dir)
             self.down()
+            if kept is None:
+                raise
+            if isinstance(exc, UserError):  # its message names logs the run directory held
+                raise UserError(str(exc).replace(str(self.run_dir / "logs"), str(kept))) from None
+            self.progress(f"bring-up failed; the components' logs are kept in {kept}")
             raise
 
     def _up(self, bins: dict[str, Path], man: toolchain.Manifests) -> Environment:
@@ -557,6 +564,19 @@ class LocalProvider:
         except TimeoutError as exc:
             logs = self.run_dir / "logs" if self.run_dir else "the run directory"
             raise UserError(f"{exc} (logs in {logs})") from None
+
+
+def keep_logs(run_dir: Path | None) -> Path | None:
+    """Copy a failed bring-up's process logs out of the run directory, which goes with
+    its keys, into a private directory of their own that stays: the evidence of why (an
+    apiserver that timed out talking to etcd says so only in its log). None: no logs."""
+    logs = sorted((run_dir / "logs").glob("*.log")) if run_dir else []
+    if not logs:
+        return None
+    kept = Path(tempfile.mkdtemp(prefix="mkdc-failed-up-"))  # 0700, as mkdtemp makes it
+    for log_file in logs:
+        shutil.copy(log_file, kept / log_file.name)
+    return kept
 
 
 PROCESS_KINDS = ("etcd", "apiserver", "controller-manager", "scheduler", "kwok", "kueue")
