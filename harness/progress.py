@@ -89,9 +89,12 @@ class Progress:
 
     A check judged on several scenarios' timelines (CORE-01, CORE-02, CORE-05) counts once,
     at its first verdict; the report keeps the worst. The estimate: every scenario not
-    finished takes the mean duration of the scenarios finished so far
-    (DEFAULT_SCENARIO_SECONDS before any), less what a running one has already taken;
-    `parallel` at a time, then the exclusive ones alone."""
+    finished takes what it took in the report directory's previous run (``history``),
+    scaled by how fast this run's finished scenarios went against theirs; one without a
+    history takes the mean of those finished (DEFAULT_SCENARIO_SECONDS before any); less
+    what a running one has already taken; `parallel` at a time, then the exclusive ones
+    alone. Without the history the estimate ran short: the long scenarios (restarts,
+    bursts) are the ones left at the end."""
 
     total: int = 0
     parallel: int = 1
@@ -102,6 +105,7 @@ class Progress:
     names: dict[str, str] = field(default_factory=dict)  # test -> scenario name
     finished: set[str] = field(default_factory=set)
     durations: dict[str, float] = field(default_factory=dict)  # test -> seconds, if it ran
+    history: dict[str, float] = field(default_factory=dict)  # test -> seconds, last run
     _seen: set[tuple[str, str, str]] = field(default_factory=set)
 
     def feed(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -154,12 +158,11 @@ class Progress:
         """Seconds left, estimated; None while no scenario is known."""
         if not self.planned:
             return None
-        each = self.expected()
         shared_work = shared_longest = exclusive = 0.0
         for test, alone in self.planned.items():
             if test in self.finished:
                 continue
-            rest = each
+            rest = each = self.expected(test)
             if test in self.running:  # past its expected time: a little more, not none
                 rest = max(each - (now - self.running[test]), 0.1 * each)
             if alone:
@@ -169,11 +172,31 @@ class Progress:
                 shared_longest = max(shared_longest, rest)
         return round(max(shared_work / self.parallel, shared_longest) + exclusive, 1)
 
-    def expected(self) -> float:
-        """What one scenario is expected to take."""
+    def expected(self, test: str = "") -> float:
+        """What scenario ``test`` (any scenario, without one) is expected to take."""
+        if test in self.history:
+            return self.history[test] * self.pace()
         if self.durations:
             return statistics.fmean(self.durations.values())
+        if self.history:
+            return statistics.fmean(self.history.values()) * self.pace()
         return DEFAULT_SCENARIO_SECONDS
+
+    def pace(self) -> float:
+        """This run's finished scenarios' time over what they took last run (1: none yet)."""
+        both = [t for t in self.durations if self.history.get(t, 0) > 0]
+        if not both:
+            return 1.0
+        return sum(self.durations[t] for t in both) / sum(self.history[t] for t in both)
+
+
+def history(public: Path) -> dict[str, float]:
+    """What each scenario took in the run that wrote this public progress file (a report
+    directory's previous run), read before the directory is emptied; {} without one."""
+    replay = Progress()
+    for event in Follower(public).read():
+        replay.feed(event)
+    return dict(replay.durations)
 
 
 def _worse(old: str | None, new: str) -> str:
@@ -270,6 +293,7 @@ class Reporter:
         poll: float = 0.5,
         out: IO[str] | None = None,
         err: IO[str] | None = None,
+        history: Mapping[str, float] | None = None,
     ) -> None:
         self.events = events
         self.log = report_dir / LOG_FILE
@@ -277,7 +301,7 @@ class Reporter:
         self.mode = mode
         self.poll = poll
         self.out, self.err = out or sys.stdout, err or sys.stderr
-        self.progress = Progress()
+        self.progress = Progress(history=dict(history or {}))
         self._follower = Follower(events)
         self._stop = threading.Event()
         self._ended = False

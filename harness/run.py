@@ -176,6 +176,7 @@ def run(opts: Options) -> int:
     with contextlib.ExitStack() as stack:
         env = provider.up()
         stack.callback(provider.down)
+        last_run = progress.history(report_dir / progress.PUBLIC_FILE)  # for the estimate
         if report_dir.exists():
             shutil.rmtree(report_dir)
         (report_dir / "results").mkdir(parents=True)
@@ -227,7 +228,7 @@ def run(opts: Options) -> int:
             log("clusterScope shared: scenarios take turns on the environment's clusters")
         log(f"running the suite for profile {profile.name} ({parallel} parallel)")
         reporter = stack.enter_context(
-            progress.Reporter(session.events_file, report_dir, mode=opts.progress)
+            progress.Reporter(session.events_file, report_dir, mode=opts.progress, history=last_run)
         )
         selected = [c for c in catalogue if session.selects(c)]
         reporter.emit(

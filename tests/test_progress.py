@@ -295,3 +295,32 @@ def test_a_run_that_fails_still_ends_its_stream_saying_why(tmp_path: Path) -> No
     end = json.loads((tmp_path / progress.PUBLIC_FILE).read_text().splitlines()[-1])
     assert end["event"] == progress.RUN_END
     assert end["error"] == "the suite itself failed (pytest exit 3)"
+
+
+def test_estimate_starts_from_the_previous_run_scaled_by_this_runs_pace(tmp_path: Path) -> None:
+    previous = Progress()
+    lines = [
+        start(parallel=1),
+        plan((A, False), (B, False), at=0),
+        ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"),
+        ev(progress.SCENARIO_END, 10, test=A, outcome="passed"),
+        ev(progress.SCENARIO_START, 10, test=B, scenario="b-2"),
+        ev(progress.SCENARIO_END, 100, test=B, outcome="passed"),  # the long one, last
+    ]
+    public = tmp_path / progress.PUBLIC_FILE
+    public.write_text("".join(json.dumps(previous.feed(e)) + "\n" for e in lines))
+    last = progress.history(public)
+    assert last == {A: 10.0, B: 90.0}
+    assert progress.history(tmp_path / "none.jsonl") == {}
+
+    p = Progress(history=last)
+    fed(p, start(parallel=1), plan((A, False), (B, False), (C, False), at=0))
+    assert p.eta(T0) == pytest.approx(10 + 90 + 50)  # C, never seen: the mean of the rest
+    fed(
+        p,
+        ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"),
+        ev(progress.SCENARIO_END, 20, test=A, outcome="passed"),  # twice as slow this time
+    )
+    assert p.pace() == pytest.approx(2.0)
+    # B: 90 s last time, so 180 s now, not the 20 s the mean of this run would say
+    assert p.eta(T0 + 20) == pytest.approx(180 + 20)
