@@ -266,7 +266,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.run import Options, run
+    from harness import runplan
+    from harness.run import Options, exit_status, run_all
 
     def ids(text: str | None) -> tuple[str, ...]:
         return tuple(i.strip() for i in (text or "").split(",") if i.strip())
@@ -281,27 +282,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         slacks[name] = duration
     if args.report_dir == "":  # an unset shell variable, most likely
         raise UsageError("--report-dir '' names no folder; leave it out for reports/<profile>")
-    return run(
-        Options(
-            profile=args.profile,
-            provider=args.provider,
-            workers=args.workers,
-            report_dir=Path(args.report_dir or f"reports/{Path(args.profile).stem}"),
-            checks=ids(args.checks),
-            skip_checks=ids(args.skip_checks),
-            parallel=args.n,
-            full=args.full,
-            kueue_version=args.kueue_version,
-            kubernetes_version=args.kubernetes_version,
-            slacks=slacks,
-            clusters=tuple(args.cluster or ()),
-            progress=args.progress,
-            kind_images=args.kind_images,
-            inject=args.inject or (),
-            inject_every=args.inject_every,
-            inject_downtime=args.inject_downtime,
-        )
+    if bool(args.plan) == bool(args.profile):
+        raise UsageError("give --profile (one or more) or --plan FILE")
+    base = Options(
+        profile="",
+        provider=args.provider,
+        workers=args.workers,
+        checks=ids(args.checks),
+        skip_checks=ids(args.skip_checks),
+        parallel=args.n,
+        full=args.full,
+        kueue_version=args.kueue_version,
+        kubernetes_version=args.kubernetes_version,
+        slacks=slacks,
+        clusters=tuple(args.cluster or ()),
+        progress=args.progress,
+        kind_images=args.kind_images,
+        inject=args.inject or (),
+        inject_every=args.inject_every,
+        inject_downtime=args.inject_downtime,
     )
+    if args.plan:
+        runs = runplan.read(Path(args.plan), base, args.report_dir)
+    else:
+        runs = runplan.for_profiles(args.profile, base, args.report_dir)
+    return exit_status(run_all(runs))
 
 
 def cmd_report_verify(args: argparse.Namespace) -> int:
@@ -353,7 +358,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_down)
     p = sub.add_parser("run", help="run the conformance suite for a dispatcher profile")
     _version_args(p)
-    p.add_argument("--profile", required=True, help="a built-in profile name or a path")
+    p.add_argument(
+        "--profile",
+        action="append",
+        help="a built-in profile name or a path; several: judged one after another, on one"
+        " environment where they can share it, reports in <report-dir>/<name>",
+    )
+    p.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="instead of --profile: a YAML list of runs (profile, checks, skipChecks, reportDir)",
+    )
     p.add_argument("--provider", default="local", choices=["local", "kind", "existing"])
     p.add_argument(
         "--kind-images",
@@ -365,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--workers", type=_count, default=None, help="default: the profile's clusters, else 4"
     )
-    p.add_argument("--report-dir", help="default: reports/<profile>")
+    p.add_argument("--report-dir", help="default: reports/<profile> (several: reports/)")
     p.add_argument("--checks", help="only these check IDs (comma separated)")
     p.add_argument("--skip-checks", help="not these check IDs (comma separated)")
     p.add_argument("-n", type=_count, default=2, help="parallel scenario workers (pytest-xdist)")

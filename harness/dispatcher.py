@@ -91,12 +91,13 @@ class DispatcherRunner:
                 self._check(replica)
             time.sleep(0.2)
 
-    def wait_ready(self, audit_log: Path, users: Iterable[str]) -> None:
+    def wait_ready(self, audit_log: Path, users: Iterable[str], since: int = 0) -> None:
         """Ready = some replica listed or watched Workloads on the manager (the audit log
-        says so), within readyTimeout of its start; a replica that dies meanwhile fails."""
+        after byte `since` says so: before it, an earlier run's replicas of the same
+        names), within readyTimeout of its start; a replica that dies meanwhile fails."""
         users = set(users)
         deadline = time.monotonic() + self.run.ready_timeout
-        position = 0
+        position = since
         while True:
             for replica in range(self.run.replicas):
                 self._check(replica)

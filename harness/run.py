@@ -10,11 +10,13 @@ files, which this module folds into the report.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from harness import (
 )
 from harness.dispatcher import DispatcherRunner, StartFailure
 from harness.environment import Environment
-from harness.errors import UserError, shown, shown_path
+from harness.errors import UserError, one_line, shown, shown_path
 from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
 from harness.procs import Supervisor
@@ -43,7 +45,7 @@ from harness.profile import SHARED, Profile, load_profile
 from harness.providers import FAULTS
 from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
-from harness.session import SESSION_ENV, Result, Session, selects
+from harness.session import EVENTS_FILE, SESSION_ENV, Result, Session, selects
 from harness.suite import load as load_suite
 
 SESSION_FILE = "session.json"
@@ -136,12 +138,36 @@ def make_provider(
     raise UserError(f"unknown provider {opts.provider!r} (local, kind, existing)")
 
 
-def run(opts: Options) -> int:
-    """The whole session; returns the exit status (0 passed, 1 failed, 130 interrupted).
+@dataclass
+class Plan:
+    """One run's inputs, checked before anything is built, started or written."""
 
-    Every input is checked before anything is built, started or written, so bad input
-    leaves nothing behind; the report directory is emptied only once the environment is up.
-    """
+    opts: Options
+    profile: Profile
+    versions: versions.Versions
+    report_dir: Path
+    provider: Any
+    image: container.ImageSource | None = None
+
+    def environment_key(self) -> tuple[Any, ...] | None:
+        """Runs whose keys are equal can share one environment (the local provider's;
+        the manager's Kueue is restarted for each other dispatcherName); None: never."""
+        p = self.provider
+        if getattr(p, "hand_over", None) is None or self.opts.inject:
+            return None
+        return (
+            p.versions,
+            tuple(p.worker_names),
+            p.secret_pattern,
+            p.write_mode,
+            json.dumps(p.kueue_extra, sort_keys=True),
+            json.dumps(p.node_capacity, sort_keys=True),
+        )
+
+
+def plan(opts: Options) -> Plan:
+    """Every input of one run checked; a UserError says what is wrong. Nothing is built,
+    started or written."""
     profile = load_profile(opts.profile)
     v = versions.select(opts.kueue_version, opts.kubernetes_version)
     catalogue = load_suite().catalogue
@@ -156,10 +182,6 @@ def run(opts: Options) -> int:
     if opts.clusters and opts.provider != "existing":
         raise UserError(f"--cluster is for --provider existing, not {opts.provider}")
     report_dir = _report_dir(opts.report_dir)
-    for removed in rundir.sweep():  # left by runs that were killed; never a live run's
-        log(removed.describe())
-    pytest_log = report_dir / progress.LOG_FILE
-    interrupted = ""  # the signal that stopped the suite, if one did
     # Kueue's built-in dispatchers write as Kueue itself (kueue-admission); no policy needed.
     write_mode = KUEUE_ADMISSION if profile.is_builtin else profile.nomination_writes
     provider = make_provider(opts, profile, v, write_mode)
@@ -167,19 +189,86 @@ def run(opts: Options) -> int:
         raise UserError(
             f"--inject: the {opts.provider} provider cannot inject faults; use --provider local"
         )
-    image: container.ImageSource | None = None
-    if profile.run is not None and profile.run.image is not None:  # before any cluster starts
-        image = container.prepare(profile, opts.provider, log)
-    elif profile.run is not None and profile.run.go_build is not None:
-        toolchain.build_go_module(profile.run.go_build, log)  # before any cluster starts
-    started = time.monotonic()
+    return Plan(opts, profile, v, report_dir, provider)
+
+
+def _build(p: Plan) -> None:
+    """What the dispatcher runs from, built before any cluster starts."""
+    run = p.profile.run
+    if run is not None and run.image is not None:
+        p.image = container.prepare(p.profile, p.opts.provider, log)
+    elif run is not None and run.go_build is not None:
+        toolchain.build_go_module(run.go_build, log)
+
+
+def run(opts: Options) -> int:
+    """The whole session; returns the exit status (0 passed, 1 failed, 130 interrupted).
+
+    Every input is checked before anything is built, started or written, so bad input
+    leaves nothing behind; the report directory is emptied only once the environment is up.
+    """
+    return run_all([opts])[0]
+
+
+def exit_status(codes: Sequence[int]) -> int:
+    """Of several runs: interrupted if one was, else the worst (2 > 1 > 0)."""
+    return INTERRUPTED_EXIT if INTERRUPTED_EXIT in codes else max(codes)
+
+
+def run_all(runs: Sequence[Options]) -> list[int]:
+    """Several runs, one after another, each on one environment with as many of the
+    others as can share it (same provider, versions, workers and Kueue settings but for
+    the dispatcherName): a bring-up costs about as much CPU as a short run. Every input
+    is checked first. One run's UserError ends only that run (exit 2, said on the
+    console) when there are several; an interrupt ends them all."""
+    plans = [plan(o) for o in runs]
+    dirs = [p.report_dir for p in plans]
+    if len(set(dirs)) < len(dirs):
+        raise UserError("two runs would write the same report directory: give each its own")
+    for removed in rundir.sweep():  # left by runs that were killed; never a live run's
+        log(removed.describe())
+    for p in plans:
+        _build(p)
+    codes: list[int] = []
+    for _key, group in itertools.groupby(plans, key=lambda p: p.environment_key() or id(p)):
+        if codes and codes[-1] == INTERRUPTED_EXIT:
+            break
+        group_plans = list(group)
+        provider = group_plans[0].provider
+        started = time.monotonic()
+        with contextlib.ExitStack() as stack:
+            env = provider.up()
+            stack.callback(provider.down)
+            for i, p in enumerate(group_plans):
+                if i:
+                    log(f"next run on the same environment: profile {p.profile.name}")
+                    provider.hand_over(p.profile.dispatcher_name, env)
+                    started = time.monotonic()
+                try:
+                    codes.append(judge(p, provider, env, started))
+                except UserError as exc:
+                    if len(plans) == 1:
+                        raise
+                    log(f"error: {one_line(str(exc))}")
+                    codes.append(2)
+                if codes[-1] == INTERRUPTED_EXIT:
+                    break
+    return codes
+
+
+def judge(p: Plan, provider: Any, env: Environment, started: float) -> int:
+    """One profile judged on a running environment: its dispatcher started, the suite
+    run, the report written, and everything the run made on the clusters removed."""
+    profile, opts, report_dir = p.profile, p.opts, p.report_dir
+    pytest_log = report_dir / progress.LOG_FILE
+    interrupted = ""  # the signal that stopped the suite, if one did
     with contextlib.ExitStack() as stack:
-        env = provider.up()
-        stack.callback(provider.down)
         last_run = progress.history(report_dir / progress.PUBLIC_FILE)  # for the estimate
         if report_dir.exists():
             shutil.rmtree(report_dir)
         (report_dir / "results").mkdir(parents=True)
+        for stale in (EVENTS_FILE, faults.LOG_FILE):  # an earlier run's on this environment
+            (env.run_dir / stale).unlink(missing_ok=True)
         run_id = inventory.new_run_id()
         stack.callback(lambda: _purge(env, run_id))
         _require_api_version(env, profile.environment.api_version)
@@ -193,9 +282,12 @@ def run(opts: Options) -> int:
             scenario.create_shared_scope(env, shape, run_id)
         users: frozenset[str] = frozenset()
         runner = None
+        audit_from = _audit_size(env)  # what an earlier run left in the audit log is not this one's
         if profile.run is not None:
+            leases = _leases(env)
+            stack.callback(lambda: _delete_new_leases(env, leases))
             try:
-                runner, users = _start_dispatcher(profile, env, run_id, stack, image)
+                runner, users = _start_dispatcher(profile, env, run_id, stack, p.image, audit_from)
             except StartFailure as exc:
                 _provider_logs(provider)
                 raise _start_failure_report(exc, profile, env, report_dir, started) from None
@@ -216,6 +308,7 @@ def run(opts: Options) -> int:
             skip_checks=opts.skip_checks,
             full=opts.full,
             worker_secrets=env.info.get("workerSecrets", {}),
+            audit_from=audit_from,
         )
         session_file = session.write(env.run_dir / SESSION_FILE)
         parallel = opts.parallel
@@ -230,7 +323,7 @@ def run(opts: Options) -> int:
         reporter = stack.enter_context(
             progress.Reporter(session.events_file, report_dir, mode=opts.progress, history=last_run)
         )
-        selected = [c for c in catalogue if session.selects(c)]
+        selected = [c for c in load_suite().catalogue if session.selects(c)]
         reporter.emit(
             progress.RUN_START,
             profile=profile.name,
@@ -345,12 +438,38 @@ def _report_dir(given: Path) -> Path:
     return report_dir
 
 
+def _audit_size(env: Environment) -> int:
+    """Where this run's part of the manager's audit log begins (0: none kept)."""
+    audit = env.info.get("auditLog")
+    try:
+        return Path(audit).stat().st_size if audit else 0
+    except FileNotFoundError:
+        return 0
+
+
+def _leases(env: Environment) -> set[str]:
+    """The Leases in the dispatcher's namespace, before its replicas start."""
+    listed = kube.resource(env.manager.dyn, "coordination.k8s.io/v1", "Lease").get(
+        namespace=NAMESPACE
+    )
+    return {item["metadata"]["name"] for item in listed.to_dict()["items"]}
+
+
+def _delete_new_leases(env: Environment, before: set[str]) -> None:
+    """The dispatcher's leader-election Leases go with its run: the next run on these
+    clusters must not wait for a dead holder's lease to expire."""
+    with contextlib.suppress(Exception):  # cleanup is best effort: the verdict stands
+        for name in _leases(env) - before:
+            kube.delete(env.manager.dyn, "coordination.k8s.io/v1", "Lease", name, NAMESPACE)
+
+
 def _start_dispatcher(
     profile: Profile,
     env: Environment,
     run_id: str,
     stack: contextlib.ExitStack,
     image: container.ImageSource | None = None,
+    audit_from: int = 0,
 ) -> tuple[DispatcherRunner, frozenset[str]]:
     assert profile.run is not None
     replicas, rbac = profile.run.replicas, profile.run.rbac
@@ -383,7 +502,7 @@ def _start_dispatcher(
     users = frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
     audit = env.info.get("auditLog")
     if audit:
-        runner.wait_ready(Path(audit), users)
+        runner.wait_ready(Path(audit), users, since=audit_from)
     return runner, users
 
 

@@ -58,6 +58,7 @@ class Session:
     skip_checks: tuple[str, ...] = ()
     full: bool = False
     worker_secrets: dict[str, str] = field(default_factory=dict)
+    audit_from: int = 0  # where this run's part of the manager's audit log begins
 
     @property
     def results_dir(self) -> Path:
@@ -86,6 +87,7 @@ class Session:
             "skipChecks": list(self.skip_checks),
             "full": self.full,
             "workerSecrets": dict(self.worker_secrets),
+            "auditFrom": self.audit_from,
         }
 
     @classmethod
@@ -104,6 +106,7 @@ class Session:
             skip_checks=tuple(doc.get("skipChecks") or ()),
             full=bool(doc.get("full")),
             worker_secrets=dict(doc.get("workerSecrets") or {}),
+            audit_from=int(doc.get("auditFrom") or 0),
         )
 
     def write(self, path: Path) -> Path:

@@ -21,8 +21,7 @@ import argparse
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,8 @@ from typing import Any
 import yaml
 
 from dispatchers.faulty.faults import FAULTS
+from harness.run import Options
+from harness.run import plan as run_plan
 from harness.session import Result
 from suites.checks import CATALOGUE
 
@@ -42,6 +43,7 @@ MUST_FAIL_ANNOTATION = "mkdc.example/must-fail"  # faulty profiles repeat their 
 ANY = ("CORE-02", "CORE-05")  # judged on every scenario that runs: free controls
 QUICK = ("outside-config", "foreign-writer", "duplicate-names")  # fast scenarios, ~1 min each
 BASELINES = ("reference", "all-at-once", "incremental")
+BRING_UP_SECONDS = 60.0  # what a lane's new 1+4 environment costs it, beside other lanes
 
 # Checks no dispatcher can violate on its own, with why (so the table need not kill them).
 NOT_DISPATCHER_VIOLABLE: dict[str, str] = {
@@ -198,6 +200,35 @@ def mkdc_command() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "harness.cli"]
 
 
+def run_lane(
+    lane: Sequence[Expectation],
+    report_root: Path,
+    names: Mapping[str, str],
+    extra: Sequence[str] = (),
+    runner: Callable[[list[str]], int] | None = None,
+    profile_dir: Path | None = None,
+    plan_name: str = "plan",
+) -> list[Outcome]:
+    """One ``mkdc run --plan`` for these expectations, one after another (on one
+    environment where they can share it), then judge each report. ``profile_dir``: take
+    ``<profile>.yaml`` from there instead of the built-in profiles (e.g. edited copies)."""
+    entries = []
+    for exp in lane:
+        report_dir = report_root / exp.profile_name
+        (report_dir / "report.yaml").unlink(missing_ok=True)  # never judge a stale one
+        profile = str(profile_dir / f"{exp.profile_name}.yaml") if profile_dir else exp.profile_name
+        entries.append(
+            {"profile": profile, "checks": list(exp.checks), "reportDir": str(report_dir)}
+        )
+    report_root.mkdir(parents=True, exist_ok=True)
+    plan_file = report_root / f"{plan_name}.yaml"
+    plan_file.write_text(yaml.safe_dump(entries, sort_keys=False), encoding="utf-8")
+    argv = [*mkdc_command(), "run", "--plan", str(plan_file), *extra]
+    print(f"selftest: {' '.join(argv[1:])} ({', '.join(e.row for e in lane)})", file=sys.stderr)
+    code = (runner or _call)(argv)
+    return [outcome_of(exp, report_root, names, code) for exp in lane]
+
+
 def run_one(
     exp: Expectation,
     report_root: Path,
@@ -206,28 +237,26 @@ def run_one(
     runner: Callable[[list[str]], int] | None = None,
     profile_dir: Path | None = None,
 ) -> Outcome:
-    """``mkdc run`` for one expectation, then judge its report. ``profile_dir``: take
-    ``<profile>.yaml`` from there instead of the built-in profiles (e.g. edited copies)."""
-    report_dir = report_root / exp.profile_name
-    profile = str(profile_dir / f"{exp.profile_name}.yaml") if profile_dir else exp.profile_name
-    argv = [
-        *mkdc_command(),
-        "run",
-        "--profile",
-        profile,
-        "--checks",
-        ",".join(exp.checks),
-        "--report-dir",
-        str(report_dir),
-        *extra,
-    ]
-    print(f"selftest: {' '.join(argv[1:])}", file=sys.stderr, flush=True)
-    started = time.monotonic()
-    code = (runner or _call)(argv)
-    outcome = Outcome(exp, seconds=time.monotonic() - started)
-    report = report_dir / "report.yaml"
-    if code not in (0, 1) or not report.exists():
-        outcome.error = f"mkdc run exited {code} without a report ({report})"
+    """``run_lane`` of one expectation."""
+    [outcome] = run_lane([exp], report_root, names, extra, runner, profile_dir, exp.profile_name)
+    return outcome
+
+
+def outcome_of(
+    exp: Expectation, report_root: Path, names: Mapping[str, str], code: int | None = None
+) -> Outcome:
+    """What the report ``report_root/<profile>`` shows, judged against ``exp``: an error
+    when there is none, or the run could not judge the dispatcher (``code``: the exit of
+    the ``mkdc run`` that was to write it)."""
+    report = report_root / exp.profile_name / "report.yaml"
+    outcome = Outcome(exp)
+    if not report.exists():
+        outcome.error = f"no report ({report}): mkdc run exited {code}"
+        return outcome
+    doc = yaml.safe_load(report.read_text(encoding="utf-8")) or {}
+    outcome.seconds = float((doc.get("environment") or {}).get("wallSeconds") or 0.0)
+    if doc.get("error"):
+        outcome.error = f"not judged: {doc['error']}"
         return outcome
     outcome.results = read_report(report)
     outcome.problems = judge(exp, outcome.results, names)
@@ -238,17 +267,53 @@ def earlier_outcomes(
     report_root: Path, names: Mapping[str, str], skip: Iterable[str] = ()
 ) -> list[Outcome]:
     """Outcomes judged from reports an earlier selftest left under ``report_root``."""
-    out = []
-    for exp in EXPECTED.values():
-        report = report_root / exp.profile_name / "report.yaml"
-        if exp.profile_name in set(skip) or not report.exists():
-            continue
-        outcome = Outcome(exp, read_report(report))
-        outcome.problems = judge(exp, outcome.results, names)
-        doc = yaml.safe_load(report.read_text(encoding="utf-8")) or {}
-        outcome.seconds = float((doc.get("environment") or {}).get("wallSeconds") or 0.0)
-        out.append(outcome)
-    return out
+    return [
+        outcome_of(exp, report_root, names)
+        for exp in EXPECTED.values()
+        if exp.profile_name not in set(skip)
+        and (report_root / exp.profile_name / "report.yaml").exists()
+    ]
+
+
+def estimate(exp: Expectation, earlier: Mapping[str, float]) -> float:
+    """Seconds the run will take: its last wall time here, else about what runs of that
+    many checks took (a faulty one of 3 checks 2 to 3 minutes, a baseline of 22 about 12)."""
+    return earlier.get(exp.profile_name) or 60.0 + 30.0 * len(exp.checks)
+
+
+def lanes(
+    runs: Sequence[Expectation],
+    jobs: int,
+    environment: Callable[[Expectation], Hashable],
+    seconds: Callable[[Expectation], float],
+) -> list[list[Expectation]]:
+    """Split the runs over ``jobs`` lanes, each one ``mkdc run --plan`` at a time:
+    longest first, each onto the lane that would finish it first, counting a bring-up
+    where the lane has no environment for it yet; in a lane, runs that share an
+    environment follow one another."""
+    count = max(1, min(jobs, len(runs)))
+    out: list[list[Expectation]] = [[] for _ in range(count)]
+    totals = [0.0] * count
+
+    def cost(i: int, exp: Expectation) -> float:
+        has = any(environment(e) == environment(exp) for e in out[i])
+        return totals[i] + seconds(exp) + (0.0 if has else BRING_UP_SECONDS)
+
+    for exp in sorted(runs, key=seconds, reverse=True):
+        best = min(range(count), key=lambda i: cost(i, exp))
+        totals[best] = cost(best, exp)
+        out[best].append(exp)
+    for lane in out:
+        order = list(dict.fromkeys(environment(e) for e in lane))
+        lane.sort(key=lambda e: order.index(environment(e)))
+    return [lane for lane in out if lane]
+
+
+def environment_of(exp: Expectation, profile_dir: Path | None = None) -> Hashable:
+    """Which environment the run needs (``harness.run.Plan.environment_key``)."""
+    profile = str(profile_dir / f"{exp.profile_name}.yaml") if profile_dir else exp.profile_name
+    key = run_plan(Options(profile, report_dir=Path("reports") / exp.profile_name))
+    return key.environment_key() or exp.profile_name
 
 
 def _call(argv: list[str]) -> int:
@@ -291,7 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--jobs",
         type=int,
         default=1,
-        help="runs at once, each its own environment (about 2.5 GiB each at 4 workers)",
+        help="lanes at once, each a `mkdc run --plan` whose runs share environments where they"
+        " can (about 2.5 GiB each at 4 workers)",
     )
     p.add_argument(
         "--report-root",
@@ -316,23 +382,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{e.fault:26} kills {','.join(e.kills):30} controls {','.join(e.controls)}")
         return 0
     only = [f.strip() for f in (args.only or "").split(",") if f.strip()]
-    runs = plan_runs(args.quick, only, () if args.no_baselines else BASELINES)
-    if args.matrix:
-        runs = []
-    elif args.report_root.exists() and not only:
+    runs = (
+        [] if args.matrix else plan_runs(args.quick, only, () if args.no_baselines else BASELINES)
+    )
+
+    seconds = {e.profile_name: outcome_of(e, args.report_root, names).seconds for e in runs}
+    if not args.matrix and args.report_root.exists() and not only:
         shutil.rmtree(args.report_root)
     args.report_root.mkdir(parents=True, exist_ok=True)
+    split = lanes(
+        runs,
+        args.jobs,
+        lambda e: environment_of(e, args.profile_dir),
+        lambda e: estimate(e, seconds),
+    )
 
-    def one(exp: Expectation) -> Outcome:
-        runner = None if args.jobs <= 1 else _logged(args.report_root / f"{exp.profile_name}.log")
-        outcome = run_one(exp, args.report_root, names, args.mkdc_args, runner, args.profile_dir)
-        state = "ok" if outcome.ok else "NOT OK: " + "; ".join(outcome.problems or [outcome.error])
-        print(f"selftest: {exp.row}: {state} ({outcome.seconds:.0f}s)", file=sys.stderr)
-        return outcome
+    def one(i: int, lane: list[Expectation]) -> list[Outcome]:
+        log = args.report_root / f"lane-{i}.log"
+        runner = None if len(split) <= 1 else _logged(log)
+        outcomes = run_lane(
+            lane, args.report_root, names, args.mkdc_args, runner, args.profile_dir, f"lane-{i}"
+        )
+        for o in outcomes:
+            state = "ok" if o.ok else "NOT OK: " + "; ".join(o.problems or [o.error])
+            print(f"selftest: {o.expectation.row}: {state} ({o.seconds:.0f}s)", file=sys.stderr)
+        return outcomes
 
-    # each run is its own `mkdc run`: own environment, ports claimed machine-wide
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        outcomes = list(pool.map(one, runs))
+    # each lane is its own `mkdc run --plan`: own environments, ports claimed machine-wide
+    with ThreadPoolExecutor(max_workers=max(1, len(split))) as pool:
+        outcomes = [o for done in pool.map(one, range(1, len(split) + 1), split) for o in done]
     ran = {o.expectation.profile_name for o in outcomes}
     outcomes += earlier_outcomes(args.report_root, names, ran)  # --only: keep the other rows
     columns = [c for c in CATALOGUE if any(c in o.results for o in outcomes)]

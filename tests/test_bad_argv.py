@@ -272,6 +272,8 @@ USAGE = [
     ["checks", "extra"],
     ["bins", "extra"],
     ["run", "--profile"],
+    ["run"],  # neither --profile nor --plan
+    ["run", "--profile", "reference", "--plan", "plan.yaml"],
     ["run", "--provider", "cloud", "--profile", "reference"],
     ["up", "--provider", "kind"],
     ["run", "--profile", "reference", "--cluster", "manager=x"],  # for existing only

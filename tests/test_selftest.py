@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from suites.selftest import (
     plan_runs,
     read_report,
     render_matrix,
+    run_lane,
     run_one,
 )
 
@@ -118,31 +120,82 @@ def test_plan_runs_quick_only_and_baselines() -> None:
         plan_runs(False, ["no-such-fault"])
 
 
-def test_run_one_runs_mkdc_with_the_checks_and_judges_the_report(tmp_path: Path) -> None:
-    seen: list[list[str]] = []
+def report_every_run(seen: list[list[str]], code: int = 1) -> Callable[[list[str]], int]:
+    """A stand-in for `mkdc run --plan`: each run of the plan fails CORE-01 only."""
 
     def runner(argv: list[str]) -> int:
         seen.append(argv)
-        out = Path(argv[argv.index("--report-dir") + 1])
-        out.mkdir(parents=True)
-        checks = [{"id": "CORE-01", "result": "failed", "message": "w9 nominated"}]
-        checks += [{"id": "CORE-02", "result": "passed"}, {"id": "CORE-03", "result": "passed"}]
-        (out / "report.yaml").write_text(yaml.safe_dump({"checks": checks}))
-        return 1
+        for entry in yaml.safe_load(Path(argv[argv.index("--plan") + 1]).read_text()):
+            out = Path(entry["reportDir"])
+            out.mkdir(parents=True, exist_ok=True)
+            checks = [{"id": "CORE-01", "result": "failed", "message": "w9 nominated"}]
+            checks += [{"id": c, "result": "passed"} for c in entry["checks"] if c != "CORE-01"]
+            doc = {"checks": checks, "environment": {"wallSeconds": 12.5}}
+            (out / "report.yaml").write_text(yaml.safe_dump(doc))
+        return code
 
-    outcome = run_one(EXPECTED["outside-config"], tmp_path, NAMES, ["-n", "1"], runner)
-    assert outcome.ok and outcome.results["CORE-01"][0] == "failed"
-    argv = seen[0]
-    assert argv[argv.index("--profile") + 1] == "faulty-outside-config"
-    assert argv[argv.index("--checks") + 1] == "CORE-01,CORE-02,CORE-05,CORE-03"
+    return runner
+
+
+def test_run_lane_runs_one_plan_with_each_runs_checks_and_judges_each_report(
+    tmp_path: Path,
+) -> None:
+    seen: list[list[str]] = []
+    lane = [EXPECTED["outside-config"], EXPECTED["config-blind"], EXPECTED["big-step"]]
+    outcomes = run_lane(lane, tmp_path, NAMES, ["-n", "1"], report_every_run(seen))
+    assert [o.ok for o in outcomes] == [True, True, False]  # big-step must fail EXT-01..04
+    assert "EXT-01" in outcomes[2].problems[0] and outcomes[0].seconds == 12.5
+    [argv] = seen
     assert argv[-2:] == ["-n", "1"]
-    broken = run_one(EXPECTED["big-step"], tmp_path / "x", NAMES, (), lambda argv: 2)
-    assert not broken.ok and "exited 2" in broken.error
+    entries = yaml.safe_load(Path(argv[argv.index("--plan") + 1]).read_text())
+    assert [e["profile"] for e in entries] == [e.profile_name for e in lane]
+    assert entries[0]["checks"] == ["CORE-01", "CORE-02", "CORE-05", "CORE-03"]
+    assert entries[0]["reportDir"] == str(tmp_path / "faulty-outside-config")
+
+
+def test_a_run_without_a_report_or_not_judged_is_an_error_and_no_stale_report_counts(
+    tmp_path: Path,
+) -> None:
+    exp = EXPECTED["outside-config"]
+    assert run_one(exp, tmp_path, NAMES, (), report_every_run([])).ok
+    broken = run_one(exp, tmp_path, NAMES, (), lambda argv: 2)  # the earlier report is gone
+    assert not broken.ok and "mkdc run exited 2" in broken.error
+    report = tmp_path / exp.profile_name / "report.yaml"
+    report.write_text(yaml.safe_dump({"error": "the dispatcher exited at start", "checks": []}))
+    assert "exited at start" in selftest.outcome_of(exp, tmp_path, NAMES).error
+
+
+def test_earlier_outcomes_and_profiles_from_another_folder(tmp_path: Path) -> None:
+    seen: list[list[str]] = []
+    run_one(EXPECTED["outside-config"], tmp_path, NAMES, (), report_every_run(seen))
     earlier = selftest.earlier_outcomes(tmp_path, NAMES)
     assert [o.expectation.fault for o in earlier] == ["outside-config"] and earlier[0].ok
     assert selftest.earlier_outcomes(tmp_path, NAMES, ["faulty-outside-config"]) == []
-    run_one(EXPECTED["outside-config"], tmp_path / "y", NAMES, (), runner, Path("/p"))
-    assert seen[-1][seen[-1].index("--profile") + 1] == "/p/faulty-outside-config.yaml"
+    run_one(
+        EXPECTED["outside-config"], tmp_path / "y", NAMES, (), report_every_run(seen), Path("/p")
+    )
+    entries = yaml.safe_load(Path(seen[-1][seen[-1].index("--plan") + 1]).read_text())
+    assert entries[0]["profile"] == "/p/faulty-outside-config.yaml"
+
+
+def test_lanes_put_the_longest_first_and_keep_a_lanes_environments_together() -> None:
+    runs = [Expectation(f"f{i}", (), profile=f"p{i}") for i in range(6)]
+    secs = {"p0": 700.0, "p1": 690.0, "p2": 20.0, "p3": 20.0, "p4": 20.0, "p5": 20.0}
+    env = {"p0": "a", "p1": "b", "p2": "a", "p3": "b", "p4": "a", "p5": "b"}
+    split = selftest.lanes(runs, 2, lambda e: env[e.profile_name], lambda e: secs[e.profile_name])
+    names = [[e.profile_name for e in lane] for lane in split]
+    assert names == [["p0", "p2", "p4"], ["p1", "p3", "p5"]]  # no lane brings up twice
+    assert [len(x) for x in selftest.lanes(runs, 9, lambda e: "a", lambda e: 1.0)] == [1] * 6
+    [one] = selftest.lanes(runs, 1, lambda e: env[e.profile_name], lambda e: secs[e.profile_name])
+    assert [env[e.profile_name] for e in one] == ["a", "a", "a", "b", "b", "b"]
+
+
+def test_the_faulty_dispatchers_and_the_reference_share_an_environment() -> None:
+    external = {selftest.environment_of(e) for e in EXPECTED.values()}
+    baselines = plan_runs(False, (), selftest.BASELINES)[-3:]
+    assert len(external) == 1 and selftest.environment_of(baselines[0]) in external
+    assert selftest.environment_of(baselines[1]) == selftest.environment_of(baselines[2])
+    assert selftest.environment_of(baselines[1]) not in external
 
 
 def test_matrix_cell_shows_undecided_apart() -> None:

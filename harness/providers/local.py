@@ -281,6 +281,27 @@ class LocalProvider:
                 f"{cluster.name} kueue webhooks", lambda: self._probe_webhooks(cluster, dyn), 120
             )
 
+    def hand_over(self, dispatcher_name: str | None, env: Environment) -> None:
+        """Ready the environment for the next run: every process a scenario left stopped
+        or frozen running again, and the manager's Kueue handing its workloads to
+        `dispatcher_name` (its configuration rewritten and it restarted, as an operator
+        switches dispatchers). The clusters and their wiring stay, so the next profile is
+        judged without a new bring-up; nothing of the last run is left on them
+        (`inventory.purge`), and a restarted Kueue starts with an empty cache."""
+        assert self.supervisor is not None
+        for process in self.argv:
+            self.resume(process)  # SIGCONT to a running one is harmless
+        if dispatcher_name == self.dispatcher_name:
+            return
+        self.dispatcher_name = dispatcher_name
+        manager = self.clusters[MANAGER]
+        dyn = kube.dynamic_client(kube.api_client(manager.kubeconfig))
+        self._write_kueue_config(manager, toolchain.manifests(self.versions), dyn)
+        self.interrupt(f"{MANAGER}-kueue", "stop")
+        self.resume(f"{MANAGER}-kueue")
+        env.dispatcher_name = dispatcher_name
+        env.save()
+
     # ------------------------------------------------------------------- pieces
 
     def _binaries(self) -> dict[str, Path]:
@@ -505,25 +526,13 @@ class LocalProvider:
         cert_dir = c.dir / "kueue-certs"
         cert_dir.mkdir(mode=0o700)
         ca.issue("kueue-webhook", server_hosts=("127.0.0.1", "localhost")).write(cert_dir, "tls")
-        config = kueue_install.kueue_configuration(
-            kueue_version=self.versions.kueue,
-            webhook_port=c.webhook_port,
-            health_port=c.health_port,
-            cert_dir=cert_dir,
-            manager=not c.is_worker,
-            dispatcher_name=self.dispatcher_name,
-            extra=self.kueue_extra if not c.is_worker else None,
-            release=kueue_install.release_defaults(man),
-        )
-        config_path = c.dir / "kueue-config.yaml"
-        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        config_path = self._write_kueue_config(c, man, dyn)
         kube.apply_all(
             dyn,
             kueue_install.webhook_configurations(
                 man, webhook_port=c.webhook_port, ca_pem=ca.cert_pem
             ),
         )
-        kube.apply(dyn, kueue_install.manager_config_map(config, self.versions.kueue))
         if not c.is_worker and self.write_mode == kueue_install.ADMISSION_POLICY:
             kube.apply_all(dyn, kueue_install.admission_policy_documents(man))
         self._start(
@@ -540,6 +549,23 @@ class LocalProvider:
             ),
         )
         self._wait(f"{c.name} kueue webhooks", lambda: self._probe_webhooks(c, dyn), 120)
+
+    def _write_kueue_config(self, c: LocalCluster, man: toolchain.Manifests, dyn: Any) -> Path:
+        """Kueue's Configuration for this cluster, as its file and its ConfigMap."""
+        config = kueue_install.kueue_configuration(
+            kueue_version=self.versions.kueue,
+            webhook_port=c.webhook_port,
+            health_port=c.health_port,
+            cert_dir=c.dir / "kueue-certs",
+            manager=not c.is_worker,
+            dispatcher_name=self.dispatcher_name,
+            extra=self.kueue_extra if not c.is_worker else None,
+            release=kueue_install.release_defaults(man),
+        )
+        config_path = c.dir / "kueue-config.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        kube.apply(dyn, kueue_install.manager_config_map(config, self.versions.kueue))
+        return config_path
 
     def _probe_webhooks(self, c: LocalCluster, dyn: Any) -> None:
         """A dry-run create that passes Kueue's mutating and validating webhooks."""

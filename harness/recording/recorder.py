@@ -297,8 +297,11 @@ class Watched:
 class Recorder:
     """Records one environment's timeline until stopped."""
 
-    def __init__(self, env: Environment, *, dispatcher_users: Iterable[str] = ()) -> None:
+    def __init__(
+        self, env: Environment, *, dispatcher_users: Iterable[str] = (), audit_from: int = 0
+    ) -> None:
         self.env = env
+        self.audit_from = audit_from  # the audit log before it is earlier runs'
         self.timeline = Timeline()
         self.dispatcher_users = set(dispatcher_users)
         self._lock = threading.Lock()
@@ -416,12 +419,14 @@ class Recorder:
             )
             t.start()
             self._threads.append(t)
-        tails = {"rec-faults": (self.env.run_dir / faults.LOG_FILE, self._fault_line)}
+        tails = {"rec-faults": (self.env.run_dir / faults.LOG_FILE, self._fault_line, 0)}
         audit = self.env.info.get("auditLog")
         if audit:
-            tails["rec-audit"] = (Path(audit), self._audit_line)
-        for name, (path, on_line) in tails.items():
-            t = threading.Thread(target=self._tail, args=(path, on_line), name=name, daemon=True)
+            tails["rec-audit"] = (Path(audit), self._audit_line, self.audit_from)
+        for name, (path, on_line, start) in tails.items():
+            t = threading.Thread(
+                target=self._tail, args=(path, on_line, start), name=name, daemon=True
+            )
             t.start()
             self._threads.append(t)
         names = {f"{w.cluster.name}/{w.kind}" for w in watches}
@@ -528,9 +533,9 @@ class Recorder:
         for kind, data in changes:
             self.emit(Event(now, label, kind, workload, data))
 
-    def _tail(self, path: Path, on_line: Callable[[str], None]) -> None:
-        """Follow a file another process appends whole lines to (it may not exist yet)."""
-        position = 0
+    def _tail(self, path: Path, on_line: Callable[[str], None], position: int = 0) -> None:
+        """Follow a file another process appends whole lines to (it may not exist yet),
+        from byte `position` on."""
         while not self._stop.is_set():
             try:
                 with path.open() as f:

@@ -89,7 +89,9 @@ def _missing_capability(item: pytest.Item, session: Session) -> str | None:
 def context() -> Iterator[Context]:
     session = current()
     env = Environment.load(session.environment)
-    recorder = Recorder(env, dispatcher_users=session.dispatcher_users).start()
+    recorder = Recorder(
+        env, dispatcher_users=session.dispatcher_users, audit_from=session.audit_from
+    ).start()
     client = control.Client(session.control_address, session.control_key)
     ctx = Context(
         env=env,
