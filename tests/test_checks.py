@@ -736,6 +736,22 @@ CASES += [
         .add(40, Kind.JOB_FINISHED, "w1", of="ns/b3", condition="Complete")
         .add(42, Kind.FINISHED, of="ns/b3"),
     ),
+    Case(  # its Job started on the worker Kueue chose; the manager showed it 150 s later
+        "CORE-09",
+        "started-on-a-worker-placed-late-on-the-manager",
+        burst(10, unplaced=(3,), until=300)
+        .add(40, Kind.JOB_CREATED, "w1", of="ns/b3")
+        .add(190, Kind.PLACEMENT, of="ns/b3", cluster="w1"),
+    ),
+    fail(
+        "CORE-09",
+        "placed-late-on-the-manager-and-no-job-before",
+        burst(10, unplaced=(3,), until=300)
+        .add(180, Kind.JOB_CREATED, "w1", of="ns/b3")
+        .add(190, Kind.PLACEMENT, of="ns/b3", cluster="w1"),
+        "ns/b3",
+        "placed at t=180.0s",
+    ),
     fail(
         "CORE-09",
         "failed-unplaced",

@@ -326,6 +326,9 @@ def _ran_unplaced(tl: Timeline) -> Event | None:
 
 
 def placed_or_ran(tl: Timeline) -> Event | None:
-    """The first placement, or, for a Job that ran to completion on a worker before Kueue
-    recorded where (a short Job under load), the manager's FINISHED."""
-    return first_placement(tl) or _ran_unplaced(tl)
+    """When the workload was placed: the first of its placement on the manager, its Job's
+    creation on a worker (the manager's Kueue creates it on the worker it chose, and only
+    there; under load its Workload shows that choice up to a minute later), and, for a
+    Job that ran to completion before Kueue recorded where, the manager's FINISHED."""
+    seen = (first_placement(tl), next(iter(tl.where(Kind.JOB_CREATED)), None), _ran_unplaced(tl))
+    return min((e for e in seen if e is not None), key=lambda e: e.t, default=None)

@@ -15,13 +15,17 @@ from harness.report import verify_report
 PROFILES = Path(__file__).resolve().parents[2] / "dispatchers" / "profiles"
 
 
+def mkdc(args: list[str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """`mkdc ARGS...`, never raising on its exit code."""
+    argv = [sys.executable, "-m", "harness.cli", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
 def mkdc_run(
     profile: str | Path, report_dir: Path, *args: str, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
     """`mkdc run --profile PROFILE --report-dir DIR ARGS...`, never raising on its exit code."""
-    argv = [sys.executable, "-m", "harness.cli", "run", "--profile", str(profile)]
-    argv += ["--report-dir", str(report_dir), *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    return mkdc(["run", "--profile", str(profile), "--report-dir", str(report_dir), *args], timeout)
 
 
 def mkdc_start(

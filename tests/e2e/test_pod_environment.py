@@ -4,12 +4,12 @@ It has no kubeconfig flag (in-cluster config only), finds its namespace in the P
 service-account files, reads Secrets at start, and is started by its virtualenv's
 `bin/python` (a symlink to an interpreter that lacks its packages). Without `run.rbac` it
 exits at start: the run is an error whose report keeps its log; with it, it is judged
-like any other.
+like any other. Both runs are one plan on one environment: the first one's error ends
+only that run.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from harness.report import verify_report
-from tests.e2e.mkdc_cli import PROFILES, mkdc_run, report_of, results_of
+from tests.e2e.mkdc_cli import PROFILES, mkdc, report_of, results_of
 
 VENV_PYTHON = str(Path(sys.prefix) / "bin" / "python")
 READ_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
@@ -38,10 +38,6 @@ def secret_reader_profile(tmp_path: Path, rbac: dict | None) -> Path:
     return path
 
 
-def run_core_01(profile: Path, report_dir: Path) -> subprocess.CompletedProcess[str]:
-    return mkdc_run(profile, report_dir, "--checks", "CORE-01", "--workers", "3")
-
-
 def run_dir(stderr: str) -> Path:
     """The run directory `mkdc run` announced ("environment ready in ...: DIR")."""
     [line] = [line for line in stderr.splitlines() if "environment ready in" in line]
@@ -49,32 +45,38 @@ def run_dir(stderr: str) -> Path:
 
 
 @pytest.mark.e2e
-def test_without_the_privilege_it_needs_it_cannot_start_and_the_report_says_why(
+def test_without_the_privilege_it_cannot_start_and_with_it_it_runs_as_in_a_pod(
     selected_versions, tmp_path: Path
 ) -> None:
-    report_dir = tmp_path / "report"
-    proc = run_core_01(secret_reader_profile(tmp_path, None), report_dir)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    last = proc.stderr.strip().splitlines()[-1]
-    log = report_dir / "artifacts" / "logs" / "dispatcher-0.log"
-    assert "exited with code 3 at start" in last and str(log) in last, last
+    without, with_it = tmp_path / "without", tmp_path / "with"
+    without.mkdir()
+    with_it.mkdir()
+    plan = [
+        {"profile": str(secret_reader_profile(without, None)), "reportDir": str(without / "r")},
+        {
+            "profile": str(secret_reader_profile(with_it, {"namespaceRules": [READ_SECRETS]})),
+            "reportDir": str(with_it / "r"),
+        },
+    ]
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(plan))
+    proc = mkdc(["run", "--plan", str(plan_file), "--checks", "CORE-01", "--workers", "3"])
+    assert proc.returncode == 2, proc.stderr[-3000:]  # the worse of the two runs
+
+    # without: an error naming the dispatcher's log, kept in its report
+    [error] = [line for line in proc.stderr.splitlines() if "mkdc: error:" in line]
+    log = without / "r" / "artifacts" / "logs" / "dispatcher-0.log"
+    assert "exited with code 3 at start" in error and str(log) in error, error
     assert "cannot list Secrets in kueue-system: 403" in log.read_text()
-    report = report_of(report_dir)
+    report = report_of(without / "r")
     assert report["summary"]["result"] == "error" and "exited with code 3" in report["error"]
-    assert verify_report(report_dir / "report.yaml") == []
-    assert not run_dir(proc.stderr).exists()  # nothing left behind (keys, kubeconfigs)
+    assert verify_report(without / "r" / "report.yaml") == []
 
-
-@pytest.mark.e2e
-def test_with_declared_privileges_it_runs_as_in_a_pod_and_is_judged(
-    selected_versions, tmp_path: Path
-) -> None:
-    report_dir = tmp_path / "report"
-    profile = secret_reader_profile(tmp_path, {"namespaceRules": [READ_SECRETS]})
-    proc = run_core_01(profile, report_dir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = report_of(report_dir)
+    # with: judged like any other, on the same environment
+    assert proc.stderr.count("environment ready in") == 1
+    report = report_of(with_it / "r")
     assert results_of(report)["CORE-01"] == "passed"
     assert report["privileges"] == ["get, list, watch secrets in kueue-system"]
     assert report["environment"]["dispatcherRun"] == "pod environment"
-    assert verify_report(report_dir / "report.yaml") == []
+    assert verify_report(with_it / "r" / "report.yaml") == []
+    assert not run_dir(proc.stderr).exists()  # nothing left behind (keys, kubeconfigs)

@@ -1,8 +1,9 @@
 """Smoke: a Job submitted to the manager runs on exactly one worker and completes.
 
-Runs once per built-in dispatcher, each on its own small local environment, with
-the timeline recorder watching every cluster so that "exactly one worker" is seen
-while it happens (MultiKueue removes the worker's Job once the workload finishes).
+Runs once per built-in dispatcher, one after the other on one small local environment
+(the manager's Kueue restarted with the next dispatcherName, as between the runs of a
+plan), with the timeline recorder watching every cluster so that "exactly one worker" is
+seen while it happens (MultiKueue removes the worker's Job once the workload finishes).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from harness import kube, workloads
+from harness.environment import Environment
 from harness.profile import DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL
 from harness.providers.local import LocalProvider, running
 from harness.recording.recorder import Recorder
@@ -19,43 +21,46 @@ NS = QUEUE = "mkdc"
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize(
-    "dispatcher",
-    [DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL],
-    ids=["all-at-once", "incremental"],
-)
-def test_job_runs_on_exactly_one_worker(selected_versions, dispatcher: str) -> None:
-    provider = LocalProvider(selected_versions, workers=2, dispatcher_name=dispatcher)
+def test_job_runs_on_exactly_one_worker_under_each_built_in_dispatcher(selected_versions) -> None:
+    dispatchers = [DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL]
+    provider = LocalProvider(selected_versions, workers=2, dispatcher_name=dispatchers[0])
     with running(provider) as env:
-        recorder = Recorder(env).start()
-        try:
-            workloads.submit(env.manager, workloads.job("smoke", NS, QUEUE))
-            state = kube.wait_for(
-                "the manager's Job to finish",
-                lambda: workloads.job_finished(env.manager, NS, "smoke") or _not_yet(),
-                timeout=120,
-            )
-            workload = workloads.workload_for_job(env.manager, NS, "smoke")
-            key = f"{NS}/{workload['metadata']['name']}"
-            kube.wait_for(
-                "the workload's Finished event",
-                lambda: recorder.snapshot().of(key).where(Kind.FINISHED) or _not_yet(),
-                timeout=30,
-            )
-            # read again: the Job can finish before Kueue marks its Workload Finished
-            workload = workloads.workload_for_job(env.manager, NS, "smoke")
-        finally:
-            recorder.stop()
-        assert state == "Complete"
-        placed_on = workload["status"].get("clusterName")
-        assert placed_on in {w.name for w in env.workers}
-        assert kube.condition_true(workload, "Finished")
-        timeline = recorder.snapshot().of(key)
-        ran_on = {e.cluster for e in timeline.where(Kind.JOB_CREATED)}
-        assert ran_on == {placed_on}, f"worker Jobs on {sorted(ran_on)}, placed on {placed_on}"
-        finished = timeline.where(Kind.JOB_FINISHED)
-        assert [(e.cluster, e.condition) for e in finished] == [(placed_on, "Complete")]
-        assert any(e.names for e in timeline.where(Kind.NOMINATION)), "no nomination recorded"
+        for i, dispatcher in enumerate(dispatchers):
+            provider.hand_over(dispatcher, env)
+            assert Environment.load(env.run_dir).dispatcher_name == dispatcher
+            _job_runs_on_exactly_one_worker(env, f"smoke-{i}")
+
+
+def _job_runs_on_exactly_one_worker(env: Environment, job: str) -> None:
+    recorder = Recorder(env).start()
+    try:
+        workloads.submit(env.manager, workloads.job(job, NS, QUEUE))
+        state = kube.wait_for(
+            "the manager's Job to finish",
+            lambda: workloads.job_finished(env.manager, NS, job) or _not_yet(),
+            timeout=120,
+        )
+        workload = workloads.workload_for_job(env.manager, NS, job)
+        key = f"{NS}/{workload['metadata']['name']}"
+        kube.wait_for(
+            "the workload's Finished event",
+            lambda: recorder.snapshot().of(key).where(Kind.FINISHED) or _not_yet(),
+            timeout=30,
+        )
+        # read again: the Job can finish before Kueue marks its Workload Finished
+        workload = workloads.workload_for_job(env.manager, NS, job)
+    finally:
+        recorder.stop()
+    assert state == "Complete"
+    placed_on = workload["status"].get("clusterName")
+    assert placed_on in {w.name for w in env.workers}
+    assert kube.condition_true(workload, "Finished")
+    timeline = recorder.snapshot().of(key)
+    ran_on = {e.cluster for e in timeline.where(Kind.JOB_CREATED)}
+    assert ran_on == {placed_on}, f"worker Jobs on {sorted(ran_on)}, placed on {placed_on}"
+    finished = timeline.where(Kind.JOB_FINISHED)
+    assert [(e.cluster, e.condition) for e in finished] == [(placed_on, "Complete")]
+    assert any(e.names for e in timeline.where(Kind.NOMINATION)), "no nomination recorded"
 
 
 def _not_yet():
