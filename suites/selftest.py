@@ -266,10 +266,11 @@ def outcome_of(
 def earlier_outcomes(
     report_root: Path, names: Mapping[str, str], skip: Iterable[str] = ()
 ) -> list[Outcome]:
-    """Outcomes judged from reports an earlier selftest left under ``report_root``."""
+    """Outcomes judged from reports an earlier selftest left under ``report_root``, the
+    baselines' included."""
     return [
         outcome_of(exp, report_root, names)
-        for exp in EXPECTED.values()
+        for exp in plan_runs(False)
         if exp.profile_name not in set(skip)
         and (report_root / exp.profile_name / "report.yaml").exists()
     ]

@@ -272,12 +272,14 @@ def foreign_writer() -> Planner:
 
 
 def stalls_under_burst(
-    delay: float = 2.0,
+    delay: float = 5.0,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.time,
 ) -> Planner:
     """CORE-09: a slow synchronous call (``delay`` seconds, one at a time) before a
-    workload's first dispatch: invisible with a few workloads, a stall under a burst."""
+    workload's first dispatch: invisible with a few workloads, a stall under a burst (at
+    5 s, the 100th waits over 8 minutes; at 2 s, the burst's creation, itself a minute or
+    more on a loaded machine, hid most of the stall)."""
     lock, seen = threading.Lock(), set[str]()
 
     def planner(now: float, wl: Obj, snap: Snapshot, s: Settings, last: str | None = None) -> Plan:
