@@ -1,4 +1,5 @@
-"""`mkdc run`: one conformance session for one dispatcher profile.
+"""`mkdc run`: a conformance session per dispatcher profile (several profiles: one
+after another, on one environment where they can share it).
 
 The session owns the environment and the dispatcher processes; the checks run in
 pytest (optionally several xdist workers) against that one environment, each
@@ -282,7 +283,7 @@ def judge(p: Plan, provider: Any, env: Environment, started: float) -> int:
             scenario.create_shared_scope(env, shape, run_id)
         users: frozenset[str] = frozenset()
         runner = None
-        audit_from = _audit_size(env)  # what an earlier run left in the audit log is not this one's
+        audit_from = _audit_size(env)  # the audit log before it is earlier runs'
         if profile.run is not None:
             leases = _leases(env)
             stack.callback(lambda: _delete_new_leases(env, leases))
