@@ -32,11 +32,15 @@ KEYS = ("profile", "checks", "skipChecks", "reportDir")
 def for_profiles(profiles: Sequence[str], base: Options, report_dir: str | None) -> list[Options]:
     """One run per --profile: with one, --report-dir is its folder (default
     reports/<name>); with several, each writes <--report-dir or reports>/<name>."""
-    if len(profiles) == 1:
-        folder = report_dir or f"reports/{Path(profiles[0]).stem}"
-        return [dataclasses.replace(base, profile=profiles[0], report_dir=Path(folder))]
+    if len(profiles) == 1 and report_dir:
+        return [dataclasses.replace(base, profile=profiles[0], report_dir=Path(report_dir))]
     root = Path(report_dir or "reports")
-    return [dataclasses.replace(base, profile=p, report_dir=root / Path(p).stem) for p in profiles]
+    return [dataclasses.replace(base, profile=p, report_dir=_folder(root, p)) for p in profiles]
+
+
+def _folder(root: Path, profile: str) -> Path:
+    """A run's report folder when none is given: ``root/<profile name>``."""
+    return root / Path(profile).stem
 
 
 def read(path: Path, base: Options, report_dir: str | None) -> list[Options]:
@@ -63,7 +67,7 @@ def _entry(label: str, item: Any, base: Options, root: Path) -> Options:
     profile = item.get("profile")
     if not isinstance(profile, str) or not profile:
         raise UserError(f"{label}: profile must name a profile")
-    folder = item.get("reportDir", root / Path(profile).stem)
+    folder = item.get("reportDir", _folder(root, profile))
     if not isinstance(folder, str | Path) or not str(folder):
         raise UserError(f"{label}: reportDir must be a folder path")
     return dataclasses.replace(

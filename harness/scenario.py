@@ -29,7 +29,7 @@ from harness.autoscaler import Behaviour, FakeAutoscaler
 from harness.durations import parse_duration
 from harness.environment import Cluster, Environment
 from harness.errors import EnvironmentLimit
-from harness.kueue_install import MULTIKUEUE_CONTROLLER, NAMESPACE, PROVISIONING_CONTROLLER
+from harness.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
 from harness.multikueue import API
 from harness.profile import Profile
 from harness.recording.recorder import Recorder
@@ -670,22 +670,10 @@ class Scenario:
         once its Job webhook hands this scenario's Jobs to MultiKueue again."""
         self.ctx.control.call("resume", process=process)
         if process.endswith("-kueue"):
-            self._wait_multikueue_jobs()
+            workloads.wait_handed_to_multikueue(
+                self.manager, self.ns, self.name, requests=self.shape.request()
+            )
         self.mark(f"{process}-back")
-
-    def _wait_multikueue_jobs(self) -> None:
-        """A restarted Kueue's Job webhook leaves `spec.managedBy` unset (so MultiKueue
-        rejects the workload) until its queue cache has this scenario's queues again: a
-        server-side dry run of a Job shows when it sets it."""
-        doc = workloads.job("mkdc-probe", self.ns, self.name, requests=self.shape.request())
-        jobs = self.manager.resource("batch/v1", "Job")
-
-        def managed() -> None:
-            made = jobs.create(body=doc, namespace=self.ns, query_params=[("dryRun", "All")])
-            if (made.to_dict().get("spec") or {}).get("managedBy") != MULTIKUEUE_CONTROLLER:
-                raise kube.NotYet("Kueue's Job webhook does not hand Jobs to MultiKueue yet")
-
-        kube.wait_for("Kueue to hand Jobs to MultiKueue again", managed, timeout=60)
 
     # ------------------------------------------------------------------ cleanup
 

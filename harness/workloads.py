@@ -6,6 +6,7 @@ from typing import Any
 
 from harness import kube
 from harness.environment import Cluster
+from harness.kueue_install import MULTIKUEUE_CONTROLLER
 from harness.multikueue import API
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -88,3 +89,26 @@ def job_finished(cluster: Cluster, namespace: str, name: str) -> str | None:
         if kube.condition_true(obj, kind):
             return kind
     return None
+
+
+def wait_handed_to_multikueue(
+    manager: Cluster,
+    namespace: str,
+    queue: str,
+    *,
+    requests: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> None:
+    """Until Kueue's Job webhook hands this queue's Jobs to MultiKueue: a (re)started
+    Kueue answers before its queue cache holds the queue, and meanwhile leaves
+    `spec.managedBy` unset, so MultiKueue rejects the workload. A server-side dry run of
+    a Job shows when it sets it."""
+    doc = job("mkdc-probe", namespace, queue, requests=requests)
+    jobs = manager.resource("batch/v1", "Job")
+
+    def managed() -> None:
+        made = jobs.create(body=doc, namespace=namespace, query_params=[("dryRun", "All")])
+        if (made.to_dict().get("spec") or {}).get("managedBy") != MULTIKUEUE_CONTROLLER:
+            raise kube.NotYet("Kueue's Job webhook does not hand Jobs to MultiKueue yet")
+
+    kube.wait_for("Kueue to hand Jobs to MultiKueue", managed, timeout=timeout)

@@ -200,6 +200,11 @@ def mkdc_command() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "harness.cli"]
 
 
+def profile_arg(exp: Expectation, profile_dir: Path | None) -> str:
+    """The profile as `mkdc run` is given it: its name, or its file in ``profile_dir``."""
+    return str(profile_dir / f"{exp.profile_name}.yaml") if profile_dir else exp.profile_name
+
+
 def run_lane(
     lane: Sequence[Expectation],
     report_root: Path,
@@ -216,7 +221,7 @@ def run_lane(
     for exp in lane:
         report_dir = report_root / exp.profile_name
         (report_dir / "report.yaml").unlink(missing_ok=True)  # never judge a stale one
-        profile = str(profile_dir / f"{exp.profile_name}.yaml") if profile_dir else exp.profile_name
+        profile = profile_arg(exp, profile_dir)
         entries.append(
             {"profile": profile, "checks": list(exp.checks), "reportDir": str(report_dir)}
         )
@@ -268,10 +273,11 @@ def earlier_outcomes(
 ) -> list[Outcome]:
     """Outcomes judged from reports an earlier selftest left under ``report_root``, the
     baselines' included."""
+    skipped = set(skip)
     return [
         outcome_of(exp, report_root, names)
         for exp in plan_runs(False)
-        if exp.profile_name not in set(skip)
+        if exp.profile_name not in skipped
         and (report_root / exp.profile_name / "report.yaml").exists()
     ]
 
@@ -291,30 +297,33 @@ def lanes(
     """Split the runs over ``jobs`` lanes, each one ``mkdc run --plan`` at a time:
     longest first, each onto the lane that would finish it first, counting a bring-up
     where the lane has no environment for it yet; in a lane, runs that share an
-    environment follow one another."""
+    environment follow one another. ``environment`` is asked once per run (it reads the
+    profile)."""
     count = max(1, min(jobs, len(runs)))
+    key = {exp.profile_name: environment(exp) for exp in runs}
     out: list[list[Expectation]] = [[] for _ in range(count)]
+    kept: list[set[Hashable]] = [set() for _ in range(count)]  # environments a lane brings up
     totals = [0.0] * count
 
     def cost(i: int, exp: Expectation) -> float:
-        has = any(environment(e) == environment(exp) for e in out[i])
-        return totals[i] + seconds(exp) + (0.0 if has else BRING_UP_SECONDS)
+        bring_up = 0.0 if key[exp.profile_name] in kept[i] else BRING_UP_SECONDS
+        return totals[i] + seconds(exp) + bring_up
 
     for exp in sorted(runs, key=seconds, reverse=True):
         best = min(range(count), key=lambda i: cost(i, exp))
         totals[best] = cost(best, exp)
         out[best].append(exp)
+        kept[best].add(key[exp.profile_name])
     for lane in out:
-        order = list(dict.fromkeys(environment(e) for e in lane))
-        lane.sort(key=lambda e: order.index(environment(e)))
+        order = list(dict.fromkeys(key[e.profile_name] for e in lane))
+        lane.sort(key=lambda e: order.index(key[e.profile_name]))
     return [lane for lane in out if lane]
 
 
 def environment_of(exp: Expectation, profile_dir: Path | None = None) -> Hashable:
     """Which environment the run needs (``harness.run.Plan.environment_key``)."""
-    profile = str(profile_dir / f"{exp.profile_name}.yaml") if profile_dir else exp.profile_name
-    key = run_plan(Options(profile, report_dir=Path("reports") / exp.profile_name))
-    return key.environment_key() or exp.profile_name
+    options = Options(profile_arg(exp, profile_dir), report_dir=Path("reports") / exp.profile_name)
+    return run_plan(options).environment_key() or exp.profile_name
 
 
 def _call(argv: list[str]) -> int:

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from harness import kube, kueue_install, mountns, multikueue, pki, rundir, toolchain
+from harness import kube, kueue_install, mountns, multikueue, pki, rundir, toolchain, workloads
 from harness.environment import Cluster, Environment
 from harness.errors import UserError
 from harness.procs import Supervisor, free_port
@@ -288,7 +288,6 @@ class LocalProvider:
         switches dispatchers). The clusters and their wiring stay, so the next profile is
         judged without a new bring-up; nothing of the last run is left on them
         (`inventory.purge`), and a restarted Kueue starts with an empty cache."""
-        assert self.supervisor is not None
         for process in self.argv:
             self.resume(process)  # SIGCONT to a running one is harmless
         if dispatcher_name == self.dispatcher_name:
@@ -299,6 +298,10 @@ class LocalProvider:
         self._write_kueue_config(manager, toolchain.manifests(self.versions), dyn)
         self.interrupt(f"{MANAGER}-kueue", "stop")
         self.resume(f"{MANAGER}-kueue")
+        # its webhook answers before its queue cache is filled: the environment's own queue
+        workloads.wait_handed_to_multikueue(
+            env.manager, multikueue.DEFAULT_NAME, multikueue.DEFAULT_NAME
+        )
         env.dispatcher_name = dispatcher_name
         env.save()
 

@@ -28,7 +28,15 @@ def test_job_runs_on_exactly_one_worker_under_each_built_in_dispatcher(selected_
         for i, dispatcher in enumerate(dispatchers):
             provider.hand_over(dispatcher, env)
             assert Environment.load(env.run_dir).dispatcher_name == dispatcher
+            assert dispatcher in _configuration_kueue_loaded_last(env)
             _job_runs_on_exactly_one_worker(env, f"smoke-{i}")
+
+
+def _configuration_kueue_loaded_last(env: Environment) -> str:
+    """What the manager's Kueue logged it loaded at its latest start (its own word that
+    it serves the new dispatcherName, not ours)."""
+    log = (env.run_dir / "logs" / "manager-kueue.log").read_text(errors="replace")
+    return [line for line in log.splitlines() if "Configuration loaded" in line][-1]
 
 
 def _job_runs_on_exactly_one_worker(env: Environment, job: str) -> None:
