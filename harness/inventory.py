@@ -93,24 +93,41 @@ def owned(cluster: Cluster, run_id: str) -> list[tuple[Kind, dict[str, Any]]]:
     return [(k, obj) for k in KINDS for obj in _list(cluster, k, selector(run_id))]
 
 
-def leftovers(env: Environment, run_id: str) -> dict[str, list[str]]:
-    """cluster -> ["Kind/name", ...] still carrying the run label; empty when clean."""
+def leftovers(
+    env: Environment, run_id: str, keep: Iterable[tuple[str, str]] = ()
+) -> dict[str, list[str]]:
+    """cluster -> ["Kind/name", ...] still carrying the run label, but for the `keep` ones
+    ((kind, name) pairs); empty when clean."""
+    kept = set(keep)
     out = {}
     for cluster in env.clusters:
-        names = [f"{k.kind}/{k.key(obj)}" for k, obj in owned(cluster, run_id)]
+        found = owned(cluster, run_id)
+        names = [f"{k.kind}/{k.key(obj)}" for k, obj in found if (k.kind, k.key(obj)) not in kept]
         if names:
             out[cluster.name] = names
     return out
 
 
-def purge(env: Environment, run_id: str, *, timeout: float = 180) -> None:
-    """Delete exactly the objects labelled with run_id on every cluster, and wait for them."""
+def purge(
+    env: Environment,
+    run_id: str,
+    *,
+    timeout: float = 180,
+    wait: bool = True,
+    keep: Iterable[tuple[str, str]] = (),
+) -> None:
+    """Delete exactly the objects labelled with run_id on every cluster, except the `keep`
+    ones ((kind, name) pairs), and with `wait` wait until they are gone."""
+    kept = set(keep)
     for cluster in env.clusters:
         for kind, obj in owned(cluster, run_id):
-            _delete(cluster, kind, obj)
+            if (kind.kind, kind.key(obj)) not in kept:
+                _delete(cluster, kind, obj)
+    if not wait:
+        return
 
     def gone() -> None:
-        left = leftovers(env, run_id)
+        left = leftovers(env, run_id, kept)
         if left:
             raise kube.NotYet(f"still present: {left}")
 

@@ -246,7 +246,8 @@ def run_all(runs: Sequence[Options]) -> list[int]:
                     provider.hand_over(p.profile.dispatcher_name, env)
                     started = time.monotonic()
                 try:
-                    codes.append(judge(p, provider, env, started))
+                    handing_on = i + 1 < len(group_plans)
+                    codes.append(judge(p, provider, env, started, handing_on=handing_on))
                 except UserError as exc:
                     if len(plans) == 1:
                         raise
@@ -257,9 +258,18 @@ def run_all(runs: Sequence[Options]) -> list[int]:
     return codes
 
 
-def judge(p: Plan, provider: Any, env: Environment, started: float) -> int:
+def judge(
+    p: Plan, provider: Any, env: Environment, started: float, *, handing_on: bool = False
+) -> int:
     """One profile judged on a running environment: its dispatcher started, the suite
-    run, the report written, and everything the run made on the clusters removed."""
+    run, the report written, and everything the run made on the clusters removed.
+
+    The removal is waited for only where the clusters outlive the environment (existing
+    clusters); otherwise namespaces end as between two scenarios, in the background
+    (Kubernetes' namespace controller waits 5 s before it starts on one). A run
+    `handing_on` the environment to another keeps its cluster-scoped shared objects
+    (flavor, priority classes): deleted, they would linger behind the namespaces that use
+    them, and the next run would find them there and not make its own."""
     profile, opts, report_dir = p.profile, p.opts, p.report_dir
     pytest_log = report_dir / progress.LOG_FILE
     interrupted = ""  # the signal that stopped the suite, if one did
@@ -271,12 +281,15 @@ def judge(p: Plan, provider: Any, env: Environment, started: float) -> int:
         for stale in (EVENTS_FILE, faults.LOG_FILE):  # an earlier run's on this environment
             (env.run_dir / stale).unlink(missing_ok=True)
         run_id = inventory.new_run_id()
-        stack.callback(lambda: _purge(env, run_id))
-        _require_api_version(env, profile.environment.api_version)
         shape = scenario.Shape.of(profile)
+        common = scenario.shared_documents(shape)
+        keep = [(d["kind"], d["metadata"]["name"]) for d in common] if handing_on else []
+        wait = not provider.discards_clusters
+        stack.callback(lambda: _purge(env, run_id, wait=wait, keep=keep))
+        _require_api_version(env, profile.environment.api_version)
         # cluster-scoped objects every scenario uses; ones that already exist stay untouched
         for cluster in env.clusters:
-            for doc in scenario.shared_documents(shape):
+            for doc in common:
                 kube.create_if_absent(cluster.dyn, inventory.label(doc, run_id))
         shared = profile.environment.cluster_scope == SHARED
         if shared:  # before the dispatcher starts, so one that looks only once sees it all
@@ -577,25 +590,23 @@ def _require_api_version(env: Environment, version: str | None) -> None:
 
 
 def _pytest(session_file: Path, parallel: int, log_file: Path) -> int:
-    """Scenarios in parallel, then those that kill the dispatcher, alone.
+    """Every scenario in one pytest: `parallel` at a time, those that load the environment
+    or kill the dispatcher last and alone (the suite orders them last; their exclusive
+    scenario slot keeps the other workers out). One pytest, not one per phase: a second
+    one cost every run its start, its collection and its recorder's first lists again.
 
     pytest's own output, tracebacks included, goes to `log_file`; the console shows the
-    progress. Each pytest is a process group of its own that dies with this process
+    progress. The pytest is a process group of its own that dies with this process
     (its xdist workers with it: `harness.testproc`), and is stopped on an interrupt."""
     scenarios = str(load_suite().scenarios)
-    base = [sys.executable, "-m", "pytest", scenarios, "-q", "-rfE", "-p", "no:cacheprovider"]
-    base += ["-p", "harness.testproc"]
-    env = {**os.environ, SESSION_ENV: str(session_file)}
-    shared = [*base, "-m", "not exclusive"]
+    argv = [sys.executable, "-m", "pytest", scenarios, "-q", "-rfE", "-p", "no:cacheprovider"]
+    argv += ["-p", "harness.testproc"]
     if parallel > 1:
-        shared += ["-n", str(parallel)]
+        argv += ["-n", str(parallel)]
+    env = {**os.environ, SESSION_ENV: str(session_file)}
     with log_file.open("ab") as out:
-        codes = [
-            procs.run_group(argv, out, env=env) for argv in (shared, [*base, "-m", "exclusive"])
-        ]
-    # 5 = nothing selected in a phase (e.g. filtered out), which is fine here
-    codes = [0 if c == 5 else c for c in codes]
-    return max(codes)
+        code = procs.run_group(argv, out, env=env)
+    return 0 if code == 5 else code  # 5: nothing selected (all filtered out), which is fine
 
 
 def _last_line(path: Path) -> str:
@@ -606,9 +617,9 @@ def _last_line(path: Path) -> str:
     return lines[-1][:200] if lines else "no output"
 
 
-def _purge(env: Environment, run_id: str) -> None:
+def _purge(env: Environment, run_id: str, *, wait: bool, keep: list[tuple[str, str]]) -> None:
     with contextlib.suppress(Exception):
-        inventory.purge(env, run_id)
+        inventory.purge(env, run_id, wait=wait, keep=keep)
 
 
 def build_report(

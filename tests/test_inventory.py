@@ -256,6 +256,27 @@ def test_purge_waits_for_terminating_namespaces(tmp_path):
     assert dyn.lists > 2 * len(inventory.KINDS)  # it listed again while waiting
 
 
+def test_purge_without_waiting_deletes_and_returns_while_namespaces_end(tmp_path):
+    dyn = FakeDyn([obj("v1", "Namespace", "t1", run=RUN)], linger=10**9)
+    env = env_with(tmp_path, {"manager": dyn, "w": FakeDyn()})
+    inventory.purge(env, RUN, timeout=0.5, wait=False)  # no TimeoutError: it did not wait
+    assert dyn.deleted == [("Namespace", None, "t1")]
+    assert dyn.lists == len(inventory.KINDS)  # one listing to find them, none to wait
+
+
+def test_purge_keeps_what_the_next_run_uses_and_waits_for_the_rest(tmp_path):
+    dyn = FakeDyn(populated(), linger=40)
+    env = env_with(tmp_path, {"manager": dyn, "w": FakeDyn()})
+    keep = [("ResourceFlavor", "rf"), ("WorkloadPriorityClass", "wpc")]
+    inventory.purge(env, RUN, timeout=20, keep=keep)
+    assert {(k, n) for k, _, n in dyn.deleted}.isdisjoint(keep)
+    assert ("ClusterQueue", None, "cq") in dyn.deleted
+    assert inventory.leftovers(env, RUN, keep) == {}
+    assert inventory.leftovers(env, RUN) == {
+        "manager": ["ResourceFlavor/rf", "WorkloadPriorityClass/wpc"]
+    }
+
+
 def test_purge_times_out_naming_what_is_left(tmp_path):
     dyn = FakeDyn([obj("v1", "Namespace", "t1", run=RUN)], linger=10**9)
     env = env_with(tmp_path, {"manager": dyn, "w": FakeDyn()})

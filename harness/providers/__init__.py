@@ -21,6 +21,8 @@ CANNOT = {FAULTS: "take a cluster's processes out and bring them back (the local
 class Provider(Protocol):
     name: str
     capabilities: frozenset[str]
+    # down() deletes the clusters themselves: what a run leaves on them goes with them
+    discards_clusters: bool
 
     def up(self) -> Environment: ...
 

@@ -197,6 +197,7 @@ class ExistingProvider:
 
     name = "existing"
     capabilities: frozenset[str] = frozenset()
+    discards_clusters = False
 
     def __init__(
         self,

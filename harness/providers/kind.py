@@ -448,6 +448,7 @@ class KindProvider:
 
     name = "kind"
     capabilities: frozenset[str] = frozenset()
+    discards_clusters = True
 
     def __init__(
         self,

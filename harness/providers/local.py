@@ -115,6 +115,7 @@ class LocalProvider:
 
     name = "local"
     capabilities = frozenset({FAULTS})
+    discards_clusters = True
 
     def __init__(
         self,

@@ -437,10 +437,14 @@ class Recorder:
             time.sleep(0.05)
         return self
 
-    def stop(self) -> None:
+    def stop(self, wait: float = 1.0) -> None:
+        """Stop every watch and tail; wait at most `wait` seconds in all for them. A watch
+        ends at its next event or its 5 s server-side timeout; the threads are daemons,
+        so one still reading when its process exits holds nothing up."""
         self._stop.set()
+        deadline = time.monotonic() + wait
         for t in self._threads:
-            t.join(timeout=5)
+            t.join(timeout=max(deadline - time.monotonic(), 0.0))
 
     def emit(self, event: Event) -> None:
         with self._lock:
