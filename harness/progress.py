@@ -345,6 +345,11 @@ class Reporter:
         with self._lock:
             self._drain()
 
+    def exclusive_planned(self) -> bool:
+        """Whether a collection so far planned a scenario that must run alone."""
+        self.pump()
+        return any(self.progress.planned.values())
+
     def _drain(self) -> None:
         for event in self._follower.read():
             self._show(event)

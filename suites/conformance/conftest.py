@@ -52,8 +52,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             why = CANNOT.get(need, need)
             expectations.record_skipped(session, decided, f"the provider cannot {why}")
             item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
-    # scenarios that need the environment alone go last, so the others share it first
-    items.sort(key=lambda item: item.get_closest_marker("exclusive") is not None)
     progress.emit(
         session.events_file,
         progress.PLAN,
