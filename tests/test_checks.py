@@ -516,6 +516,28 @@ CASES = [
         .place(11.2, "w2"),
         "first nomination at t=10.1s of an active cluster",
     ),
+    Case(  # Kueue reserved the quota 5 s late under load: the dispatcher's time starts there
+        "EXT-10",
+        "quota-reserved-late",
+        Story()
+        .active(-1, "w1", False)
+        .created(0)
+        .quota_reserved(5)
+        .nominate(7.3, "w2")
+        .place(9, "w2"),
+    ),
+    fail(
+        "EXT-10",
+        "costs-a-round-after-a-late-reservation",
+        Story()
+        .active(-1, "w1", False)
+        .created(0)
+        .quota_reserved(5)
+        .nominate(15.5, "w2")
+        .place(20, "w2"),
+        "first nomination at t=15.5s",
+        "t=8.0s",
+    ),
     unclear("EXT-10", "all-active", escalating((0.5, "w1"))),
     # EXT-11 (killed at 5, restarted at 7: round of w1 due at 10.5, latest 15.5)
     Case(

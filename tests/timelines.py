@@ -88,6 +88,10 @@ class Story:
     def delete_copy(self, t: float, cluster: str) -> Story:
         return self.add(t, Kind.COPY_DELETED, cluster)
 
+    def quota_reserved(self, t: float) -> Story:
+        """The manager's Kueue reserved the workload's quota (a dispatcher may act)."""
+        return self.add(t, Kind.QUOTA_RESERVED, reserved=True)
+
     def reserve(self, t: float, cluster: str, reserved: bool = True) -> Story:
         return self.add(t, Kind.COPY_RESERVED, cluster, reserved=reserved)
 

@@ -128,6 +128,16 @@ def created_at(tl: Timeline) -> float:
     return own[0] if own else 0.0
 
 
+def dispatchable_at(tl: Timeline) -> float:
+    """When a dispatcher can first nominate the workload: the manager's Kueue reserved its
+    quota (MultiKueue's admission check starts there), else its creation. Under load the
+    reservation came seconds after creation; that is Kueue's time, not the dispatcher's."""
+    for e in tl.where(Kind.QUOTA_RESERVED):
+        if e.reserved:
+            return max(e.t, created_at(tl))
+    return created_at(tl)
+
+
 def placements(tl: Timeline) -> list[Event]:
     """PLACEMENT events that set a cluster (not the ones clearing it)."""
     return tl.where_placed()

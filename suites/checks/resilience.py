@@ -15,6 +15,7 @@ from suites.checks.queries import (
     RoundReview,
     configured,
     created_at,
+    dispatchable_at,
     end_of,
     first_nomination,
     first_placement,
@@ -37,9 +38,10 @@ def skips_inactive_clusters(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-10: (a) no NOMINATION adds (relative to the previous list) a cluster that has
     been inactive for observation_skew or more; (b) when a configured cluster is inactive
     at creation, the first nomination naming an active cluster comes within
-    escalation_slack of creation (nominating the inactive one first, even inside the skew
-    of (a), still costs a round); (c) rounds escalate on time (EXT-05's rule), so
-    skipping does not cost a round."""
+    escalation_slack of the quota reservation (of creation if none was seen), when a
+    dispatcher can first act (nominating the inactive one first, even inside the skew of
+    (a), still costs a round); (c) rounds escalate on time (EXT-05's rule), so skipping
+    does not cost a round."""
     spans = [s for s in inactive_spans(tl) if s.key in configured(tl, b)]
     if not spans:
         return Verdict.unclear("no configured cluster was inactive")
@@ -51,7 +53,7 @@ def skips_inactive_clusters(tl: Timeline, b: Bounds) -> Verdict:
         previous = set(names(e))
     t0 = created_at(tl)
     if any(inactive_at(spans, c, t0) for c in b.clusters):
-        limit = t0 + b.escalation_slack
+        limit = dispatchable_at(tl) + b.escalation_slack
         first = next(
             (
                 e
