@@ -594,9 +594,10 @@ def _pytest(
 ) -> int:
     """Scenarios in parallel, then those that kill the dispatcher or load Kueue on purpose,
     alone, in a pytest of their own: beside them no other test process watches the
-    clusters and tails the audit log (a second recorder during the 100-workload burst
-    made it miss its bound). The second pytest runs only if the first one's collection
-    `exclusive_planned` some: starting it for nothing cost a run 4 to 10 s.
+    clusters and tails the audit log (with all in one pytest, the other process's
+    recorder was running beside the 100-workload burst when it missed its bound). The
+    second pytest runs only if the first one's collection `exclusive_planned` some:
+    starting it for nothing cost a run 4 to 10 s.
 
     pytest's own output, tracebacks included, goes to `log_file`; the console shows the
     progress. Each pytest is a process group of its own that dies with this process
