@@ -88,9 +88,18 @@ def _list(cluster: Cluster, kind: Kind, label_selector: str | None) -> list[dict
     return list(found.to_dict().get("items") or [])
 
 
-def owned(cluster: Cluster, run_id: str) -> list[tuple[Kind, dict[str, Any]]]:
-    """Every object on cluster with this run's label, in deletion order."""
-    return [(k, obj) for k in KINDS for obj in _list(cluster, k, selector(run_id))]
+def owned(
+    cluster: Cluster, run_id: str, keep: Iterable[tuple[str, str]] = ()
+) -> list[tuple[Kind, dict[str, Any]]]:
+    """Every object on cluster with this run's label, in deletion order, but for the
+    `keep` ones ((kind, name) pairs)."""
+    kept = set(keep)
+    return [
+        (k, obj)
+        for k in KINDS
+        for obj in _list(cluster, k, selector(run_id))
+        if (k.kind, k.key(obj)) not in kept
+    ]
 
 
 def leftovers(
@@ -98,11 +107,9 @@ def leftovers(
 ) -> dict[str, list[str]]:
     """cluster -> ["Kind/name", ...] still carrying the run label, but for the `keep` ones
     ((kind, name) pairs); empty when clean."""
-    kept = set(keep)
     out = {}
     for cluster in env.clusters:
-        found = owned(cluster, run_id)
-        names = [f"{k.kind}/{k.key(obj)}" for k, obj in found if (k.kind, k.key(obj)) not in kept]
+        names = [f"{k.kind}/{k.key(obj)}" for k, obj in owned(cluster, run_id, keep)]
         if names:
             out[cluster.name] = names
     return out
@@ -120,9 +127,8 @@ def purge(
     ones ((kind, name) pairs), and with `wait` wait until they are gone."""
     kept = set(keep)
     for cluster in env.clusters:
-        for kind, obj in owned(cluster, run_id):
-            if (kind.kind, kind.key(obj)) not in kept:
-                _delete(cluster, kind, obj)
+        for kind, obj in owned(cluster, run_id, kept):
+            _delete(cluster, kind, obj)
     if not wait:
         return
 

@@ -34,6 +34,12 @@ B = Bounds.derive(
 NO_PROV_CLAIM = B.with_scenario(max_concurrent_provisioning=None)
 
 
+def reserved_late(nominated: float) -> Story:
+    """w1 inactive from before creation, quota reserved at 5, w2 nominated then placed."""
+    story = Story().active(-1, "w1", False).created(0).quota_reserved(5)
+    return story.nominate(nominated, "w2").place(nominated + 2, "w2")
+
+
 def escalating(*batches: tuple[float, str], place: tuple[float, str] | None = None) -> Story:
     """created(0), then cumulative nominations adding one cluster per (t, cluster)."""
     story, names = Story().created(0), []
@@ -516,25 +522,12 @@ CASES = [
         .place(11.2, "w2"),
         "first nomination at t=10.1s of an active cluster",
     ),
-    Case(  # Kueue reserved the quota 5 s late under load: the dispatcher's time starts there
-        "EXT-10",
-        "quota-reserved-late",
-        Story()
-        .active(-1, "w1", False)
-        .created(0)
-        .quota_reserved(5)
-        .nominate(7.3, "w2")
-        .place(9, "w2"),
-    ),
+    # Kueue reserved the quota 5 s late under load: the dispatcher's time starts there
+    Case("EXT-10", "quota-reserved-late", reserved_late(nominated=7.3)),
     fail(
         "EXT-10",
         "costs-a-round-after-a-late-reservation",
-        Story()
-        .active(-1, "w1", False)
-        .created(0)
-        .quota_reserved(5)
-        .nominate(15.5, "w2")
-        .place(20, "w2"),
+        reserved_late(nominated=15.5),
         "first nomination at t=15.5s",
         "t=8.0s",
     ),
