@@ -15,6 +15,7 @@ from dispatchers.reference.controller import Controller, _awaits_first_nominee, 
 from dispatchers.reference.events import EventSink
 from dispatchers.reference.kube import Forbidden
 from dispatchers.reference.metrics import Metrics
+from dispatchers.reference.policy import DispatchState
 from dispatchers.reference.settings import Settings
 from tests.test_reference_fixtures import cond, snapshot, workload
 
@@ -42,6 +43,7 @@ class FakeKube:
         self.wl = copy.deepcopy(wl)
         self.calls: list[tuple[str, Any]] = []
         self.conflicts = 0
+        self.now = NOW  # the apiserver's clock, for managedFields
 
     def _bump(self, body: dict[str, Any]) -> None:
         if self.conflicts:
@@ -63,7 +65,7 @@ class FakeKube:
         self._bump(body)
         self.calls.append(("status", body["status"]["nominatedClusterNames"]))
         self.wl["status"]["nominatedClusterNames"] = body["status"]["nominatedClusterNames"]
-        self.wl["metadata"]["managedFields"] = [written_by(params["field_manager"], NOW)]
+        self.wl["metadata"]["managedFields"] = [written_by(params["field_manager"], self.now)]
         return copy.deepcopy(self.wl)
 
     def get_workload(self, ns: str, name: str):
@@ -77,10 +79,15 @@ class FakeKube:
         return {"throttled_s": 0.0, "api_s": 0.0, "requests": 0}
 
 
+def cast(kube: FakeKube) -> Any:
+    return kube
+
+
 def controller(
     kube: FakeKube, leader: bool = True, settings: Settings = SETTINGS, now: float = NOW
 ) -> Controller:
     elector: Any = type("Elector", (), {"is_leader": leader})()
+    kube.now = now
     kube_: Any = kube
     ctl = Controller(settings, kube_, Metrics(), elector, threading.Event(), clock=lambda: now)
     for plural, objs in snapshot().items():
@@ -111,24 +118,68 @@ def test_plan_skips_inactive_clusters_and_reads_tiers() -> None:
     assert p.decision is not None and p.decision.nominees == ["w3"]
 
 
-def test_a_first_dispatch_nominates_in_one_round_trip_then_persists_its_state() -> None:
-    """Nothing persisted and nothing nominated: the status write goes first (its
-    managedFields record the round's start), the state annotation right after."""
+def test_a_first_dispatch_is_one_write_its_state_implied_by_the_status() -> None:
+    """Nothing persisted and nothing nominated: the nominations alone (their managedFields
+    record the round's start), no state annotation."""
     kube = FakeKube(workload())
     assert reconcile(kube) == 10.0
-    kinds = [c[0] for c in kube.calls]
-    assert kinds == ["status", "annotation", "event"]
-    assert kube.calls[0][1] == ["w1"] and kube.calls[1][1]["round"] == 1
+    assert kube.calls == [("status", ["w1"]), ("event", "Nominated")]
 
 
-def test_state_is_persisted_before_nominations_once_a_round_is_running() -> None:
+def test_an_escalation_is_one_write_and_a_restart_resumes_its_round() -> None:
+    """Round 2 is what a replay of ``decide`` from round 0 reaches when it nominates
+    [w1, w2], so only the nominations are written; the running process keeps the exact
+    round start, a restarted one takes the write's second rounded up."""
     kube = FakeKube(workload())
-    reconcile(kube)
+    clock = [NOW]
+    ctl = Controller(SETTINGS, cast(kube), Metrics(), None, threading.Event(), lambda: clock[0])
+    for plural, objs in snapshot().items():
+        ctl.informers[plural].cache = copy.deepcopy(objs)
+
+    def step(at: float) -> float | None:
+        clock[0] = kube.now = at
+        ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+        return ctl.reconcile("ns/job-a")
+
+    assert step(NOW) == 10.0 and step(NOW + 11.4) == 10.0
+    assert [c for c in kube.calls if c[0] != "event"] == [
+        ("status", ["w1"]),
+        ("status", ["w1", "w2"]),
+    ]
+    assert kube.wl["metadata"]["annotations"] == {}
     kube.calls.clear()
-    ctl = controller(kube, now=NOW + 11)  # round 1 timed out: escalate
-    ctl.reconcile("ns/job-a")
+    assert step(NOW + 12) == 9.4 and kube.calls == []  # the exact start, nothing written
+    restarted = controller(kube, now=NOW + 12)
+    assert restarted.reconcile("ns/job-a") == 10.0 and kube.calls == []  # from NOW + 12
+    assert controller(kube, now=NOW + 22).reconcile("ns/job-a") == 10.0
+    assert kube.calls == [("status", ["w1", "w2", "w3"])]
+
+
+def test_a_stored_state_ahead_of_the_nominations_stands() -> None:
+    """State written, then a crash before its nominations: the status shows round 1's
+    names, which no round after the stored round 2 nominates, so round 2 resumes."""
+    stored = DispatchState(2, NOW - 3, 1, ("w1", "w2"), ("w2",), (), ("w1", "w2"))
+    wl = workload(nominatedClusterNames=["w1"])
+    wl["metadata"]["annotations"] = {STATE: stored.to_json()}
+    wl["metadata"]["managedFields"] = [written_by(SETTINGS.field_manager, NOW - 13)]
+    p = plan(NOW, wl, snapshot(), SETTINGS)
+    assert p.state == stored and p.decision is not None and not p.decision.new_round
+    kube = FakeKube(wl)
+    assert reconcile(kube) == 7.0
+    assert kube.calls == [("status", ["w1", "w2"]), ("event", "Nominated")]
+
+
+def test_a_new_cycle_is_annotated_before_its_nominations() -> None:
+    """Exclusive mode starting over from w1: a replay stops at a cycle's end, so the
+    state is written, and first."""
+    exclusive = replace(SETTINGS, mode="exclusive")
+    stored = DispatchState(3, NOW - 11, 1, ("w1", "w2", "w3"), ("w3",), (), ("w3",))
+    wl = workload(nominatedClusterNames=["w3"])
+    wl["metadata"]["annotations"] = {STATE: stored.to_json()}
+    kube = FakeKube(wl)
+    controller(kube, settings=exclusive).reconcile("ns/job-a")
     assert [c[0] for c in kube.calls] == ["annotation", "status"]
-    assert kube.calls[0][1]["round"] == 2 and kube.calls[1][1] == ["w1", "w2"]
+    assert kube.calls[0][1]["cycle"] == 2 and kube.calls[1][1] == ["w1"]
 
 
 def test_kueue_admission_mode_persists_state_first_even_at_first_dispatch() -> None:
@@ -149,8 +200,7 @@ def test_a_first_dispatch_cut_short_before_its_annotation_resumes_its_round() ->
     assert not p.decision.new_round and p.decision.requeue_after == 6.0
     kube = FakeKube(wl)
     reconcile(kube)
-    assert [c[0] for c in kube.calls] == ["annotation"]  # no new round, no new names
-    assert kube.calls[0][1]["round"] == 1 and kube.calls[0][1]["start"] == NOW - 4
+    assert kube.calls == []  # no new round, no new names, the status tells the state
     other = workload(nominatedClusterNames=["w2"])  # not what round 1 nominates
     other["metadata"]["managedFields"] = [written_by(SETTINGS.field_manager, NOW - 5)]
     p = plan(NOW, other, snapshot(), SETTINGS)
@@ -175,7 +225,7 @@ def test_conflict_rereads_and_retries() -> None:
     kube = FakeKube(workload())
     kube.conflicts = 1
     reconcile(kube)
-    assert [c[0] for c in kube.calls] == ["get", "status", "annotation", "event"]
+    assert [c[0] for c in kube.calls] == ["get", "status", "event"]
 
 
 def test_foreign_placed_and_standby_are_never_written() -> None:
@@ -214,7 +264,7 @@ def test_events_leave_the_reconcile_path_and_overflow_is_counted() -> None:
         on_drop=ctl.metrics.events_dropped.inc,
     )
     ctl.reconcile("ns/job-a")
-    assert [c[0] for c in kube.calls] == ["status", "annotation"]  # both before the event
+    assert [c[0] for c in kube.calls] == ["status"]  # before the event
     ctl.events.emit(kube.wl, "Extra", "no room")
     assert ctl.events.dropped == 1
     assert ctl.metrics.registry.get_sample_value("mkdc_reference_events_dropped_total") == 1
@@ -274,3 +324,36 @@ def test_reconcile_logs_where_its_seconds_went(caplog: Any) -> None:
         ctl.reconcile("ns/job-a")
     decision = next(r for r in caplog.records if r.getMessage() == "decision")
     assert {"queued_s", "throttled_s", "api_s", "requests"} <= set(vars(decision))
+
+
+def test_nominations_no_replay_finds_are_annotated_first() -> None:
+    """A planner whose nominations differ from its policy's (a faulty one, say): a
+    restart could not re-derive the round, so its state is written, and first."""
+
+    def padded(*args: Any) -> Any:
+        p = plan(*args)
+        return replace(p, decision=replace(p.decision, nominees=[*p.decision.nominees, "x"]))
+
+    kube = FakeKube(workload())
+    ctl = Controller(SETTINGS, cast(kube), Metrics(), None, threading.Event(), planner=padded)
+    for plural, objs in snapshot().items():
+        ctl.informers[plural].cache = copy.deepcopy(objs)
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    ctl.reconcile("ns/job-a")
+    assert [c[0] for c in kube.calls] == ["annotation", "status"]
+    assert kube.calls[1][1] == ["w1", "x"]
+
+
+def test_an_unwritten_state_yields_to_an_annotation_written_since() -> None:
+    """Another replica led meanwhile and stored a state (a failure it recorded): the
+    state this process left unwritten beside the old annotation is not read again."""
+    kube = FakeKube(workload())
+    ctl = controller(kube)
+    ctl.reconcile("ns/job-a")
+    assert "ns/job-a" in ctl.unwritten
+    theirs = DispatchState(2, NOW, 1, ("w2",), ("w2",), ("w1",), ("w2",), False, "Evicted@T9")
+    kube.wl["metadata"]["annotations"] = {STATE: theirs.to_json()}
+    kube.wl["status"]["nominatedClusterNames"] = ["w2"]
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    kube.calls.clear()
+    assert ctl.reconcile("ns/job-a") == 10.0 and kube.calls == []  # their round 2 holds

@@ -1,13 +1,16 @@
-"""The reconcile loop: cached objects in, one decision per workload, two guarded writes out.
+"""The reconcile loop: cached objects in, one decision per workload, guarded writes out.
 
-Order of writes matters for restart safety: once a round is running, the DispatchState
-annotation is persisted before the nominations it implies, so a crash between the two
-re-derives the same nominees from the state instead of starting a new round. A first dispatch
-(nothing persisted, nothing nominated) writes its nominations first, so a new workload waits
-for one round trip, not two: with our own field manager, managedFields record when that
-write happened, and a crash before the annotation resumes round 1 from that time (see
-``_first_dispatch_written``). Every write carries the resourceVersion it was computed from;
-a 409 means "re-read and decide again", never "force".
+A decision's state is persisted only where the status cannot tell it: with our own field
+manager, the nominations and the time managedFields give their write are enough to replay
+``decide`` from the last stored state to the round that wrote them (``rounds_written``).
+So a first dispatch and a plain escalation are one Workload write (the nominations); the
+DispatchState annotation is written only for what a replay cannot find (a failure, a new
+cycle, a changed config), and then before the nominations it implies, so a crash between
+the two re-derives the same nominees from the state instead of starting a new round. Every
+write carries the resourceVersion it was computed from; a 409 means "re-read and decide
+again", never "force". Under a burst of pending workloads the manager's apiserver is the
+bottleneck and a Workload write its dearest request (CEL rules, admission policy, managed
+fields): halving the writes of an escalation leaves that much more for first nominations.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ MAX_CONFLICTS = 5
 # (a reset round would land a whole timeout later). The client's QPS limit bounds what
 # many failing workloads send meanwhile.
 RETRY_MAX_SECONDS = 2.0
+REPLAY_STEP = 1e9  # seconds: past any round's timeout, so each replayed decide escalates
 Snapshot = Mapping[str, Mapping[str, Mapping[str, Any]]]  # plural -> key -> object
 
 
@@ -103,8 +107,10 @@ def plan(
             state = policy.DispatchState.from_json(annotations[settings.state_annotation])
         except policy.StateError as err:
             problem = f"{err}; starting afresh"
-    elif status_first(settings):
-        state = _first_dispatch_written(workload, view, clusters, order, settings)
+    if status_first(settings):
+        at = writes.status_written_at(workload, settings.field_manager)
+        written = writes.nominees_of(workload)
+        state = rounds_written(state, written, at, view, clusters, order, settings) or state
     failure = model.failure_of(workload, last_cluster)
     if failure is not None and failure.mark != state.failure_mark:
         state = replace(
@@ -117,30 +123,63 @@ def plan(
 
 
 def status_first(settings: Settings) -> bool:
-    """Whether a first dispatch writes its nominations before its state annotation: only
-    where our own field manager writes them, so managedFields record when (see
-    ``_first_dispatch_written``). Kueue's ``kueue-admission`` manager is shared with Kueue."""
+    """Whether the status can stand for the state (see ``rounds_written``): only where our
+    own field manager writes the nominations, so managedFields record when. Kueue's
+    ``kueue-admission`` manager is shared with Kueue."""
     return settings.write_mode != writes.KUEUE_ADMISSION
 
 
-def _first_dispatch_written(
-    workload: Mapping[str, Any],
+def rounds_written(
+    stored: policy.DispatchState,
+    written: list[str],
+    at: float | None,
     view: policy.WorkloadView,
     clusters: tuple[policy.ClusterInfo, ...],
     order: tuple[str, ...],
     settings: Settings,
-) -> policy.DispatchState:
-    """The state of a first dispatch whose nominations were written but whose annotation
-    was not (a crash, or a conflict, between the two writes): the first round as decided
-    at the time managedFields give, rounded up to the next second so a round resumed
-    from it never ends early. A fresh state when nothing of ours is written, or when the
-    written names are not what that first round nominates."""
-    written = writes.nominees_of(workload)
-    at = writes.status_written_at(workload, settings.field_manager)
+) -> policy.DispatchState | None:
+    """The state whose nominations are ``written`` (by our field manager, at ``at`` as
+    managedFields give it), replayed from the ``stored`` annotation's state: the rounds
+    that followed it, as ``decide`` starts them, until one nominates ``written``; the last
+    one started at ``at`` rounded up to the next second, so a round resumed from it never
+    ends early. None when no round of the stored state's cycle nominates ``written`` (a
+    write that came before the stored state, another writer, a changed config): the
+    stored state then stands.
+
+    This is what lets a round's state go unwritten when ``decide`` re-derives it from the
+    status alone: a first dispatch and each escalation cost one Workload write, not two."""
+    if written == list(stored.nominees):
+        return stored
     if not written or at is None:
-        return policy.DispatchState()
-    first = policy.decide(at + 1, view, clusters, order, settings, policy.DispatchState())
-    return first.state if list(first.nominees) == written else policy.DispatchState()
+        return None
+    state, now, cycle = stored, stored.round_start, max(stored.cycle, 1)
+    for _ in range(len(order) + 2):
+        now += REPLAY_STEP
+        d = policy.decide(now, view, clusters, order, settings, state)
+        if not d.new_round or d.state.cycle != cycle:
+            return None
+        state = d.state
+        if d.nominees == written:
+            return replace(state, round_start=float(int(at) + 1))
+    return None
+
+
+def state_to_store(
+    stored: str | None, p: Plan, d: policy.Decision, now: float, s: Settings
+) -> bool:
+    """Whether ``d``'s state must be written to the annotation (``stored``: its text now):
+    unless it is stored already, or a replay of ``decide`` from the stored state to the
+    nominations ``d`` writes finds it again (``rounds_written``)."""
+    if stored == d.state.to_json():
+        return False
+    if not status_first(s) or p.view is None:
+        return True
+    try:
+        base = policy.DispatchState.from_json(stored) if stored else policy.DispatchState()
+    except policy.StateError:
+        return True  # written afresh, so nobody reads a broken state again
+    found = rounds_written(base, d.nominees, now, p.view, p.clusters, p.order, s)
+    return found is None or replace(found, round_start=0.0) != replace(d.state, round_start=0.0)
 
 
 class Controller:
@@ -179,6 +218,11 @@ class Controller:
             for plural in PLURALS
         }
         self.last_cluster: dict[str, str] = {}  # placement seen, for failure attribution
+        # states decided and left unwritten because the status implies them (see
+        # ``rounds_written``), with the annotation they went beside: decisions read them as
+        # if annotated while that annotation stands, with their exact round start
+        # (managedFields give whole seconds); a restart re-derives them
+        self.unwritten: dict[str, tuple[str | None, policy.DispatchState]] = {}
         self._inputs: dict[str, str] = {}  # kind/key -> what decisions read of that object
         self._inputs_lock = threading.Lock()
         self._leading = False
@@ -242,6 +286,7 @@ class Controller:
         key = model.key_of(obj)
         if kind == "DELETED":
             self.last_cluster.pop(key, None)
+            self.unwritten.pop(key, None)
             return
         placed = (obj.get("status") or {}).get("clusterName")
         if placed and self.last_cluster.get(key) != placed:
@@ -330,8 +375,9 @@ class Controller:
     def _reconcile(self, workload: Mapping[str, Any], queued: float = 0.0) -> float | None:
         now = self.clock()
         snap = self.snapshot()
-        last = self.last_cluster.get(model.key_of(workload))
-        p = self.planner(now, workload, snap, self.settings, last)
+        key = model.key_of(workload)
+        seen = self._with_unwritten_state(key, workload)
+        p = self.planner(now, seen, snap, self.settings, self.last_cluster.get(key))
         if p.not_pending is not None or p.decision is None:
             log.debug("skipped", extra={"workload": p.key, "why": p.not_pending})
             return None
@@ -346,13 +392,11 @@ class Controller:
         current = workload
         text = d.state.to_json()
         before = writes.nominees_of(current)
-        annotate = (meta.get("annotations") or {}).get(self.settings.state_annotation) != text
-        # A first dispatch (nothing persisted, nothing nominated) may nominate first: its
-        # status write's managedFields record the round's start, so one round trip, not
-        # two, stands between a new workload and its first nominee. Otherwise the state
-        # goes first, so a crash between the writes re-derives the same nominees.
-        first = annotate and not before and p.state.round == 0 and status_first(self.settings)
-        if annotate and not first:
+        stored = (meta.get("annotations") or {}).get(self.settings.state_annotation)
+        annotate = state_to_store(stored, p, d, now, self.settings)
+        # The state goes first, so a crash between the writes re-derives the same nominees;
+        # a first dispatch's state is always implied by its status (see ``rounds_written``).
+        if annotate:
             body = writes.annotation_write(current, self.settings.state_annotation, text)
             current = self.kube.patch_workload(ns, name, body, self.settings.field_manager)
         if before != d.nominees:
@@ -363,9 +407,10 @@ class Controller:
             self.metrics.nominations.labels(self.settings.write_mode).inc()
             if not before and d.nominees and d.state.round == 1:
                 self.metrics.first_nomination.observe(_age(workload, now))
-        if first:
-            body = writes.annotation_write(current, self.settings.state_annotation, text)
-            current = self.kube.patch_workload(ns, name, body, self.settings.field_manager)
+        if annotate or stored == text:
+            self.unwritten.pop(key, None)
+        else:
+            self.unwritten[key] = (stored, d.state)
         if d.new_round:
             self.metrics.rounds.inc()
         changed = before != d.nominees or d.new_round or p.failure is not None
@@ -386,6 +431,17 @@ class Controller:
         if changed:
             self.events.emit(current, "Failover" if p.failure else "Nominated", d.reason)
         return d.requeue_after
+
+    def _with_unwritten_state(self, key: str, workload: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``workload`` as a decision reads it: with the state we left unwritten, unless
+        the annotation changed since (another replica, leading meanwhile, wrote it)."""
+        stored, state = self.unwritten.get(key, (None, None))
+        annotations = (workload.get("metadata") or {}).get("annotations") or {}
+        if state is None or annotations.get(self.settings.state_annotation) != stored:
+            return workload
+        meta = {**workload["metadata"], "annotations": dict(annotations)}
+        meta["annotations"][self.settings.state_annotation] = state.to_json()
+        return {**workload, "metadata": meta}
 
 
 def _decision_inputs(obj: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from dispatchers.reference import policy, writes
-from dispatchers.reference.controller import PLURALS, plan
+from dispatchers.reference.controller import PLURALS, plan, state_to_store
 from dispatchers.reference.kube import Kube, connect
 from dispatchers.reference.model import key_of
 from dispatchers.reference.settings import Settings
@@ -42,9 +42,11 @@ def explain_workload(settings: Settings, target: str) -> str:
     if p.failure is not None:
         lines.append(f"new failure to record: {p.failure.why}")
     lines.append(policy.explain(now, p.view, p.clusters, p.order, settings, p.state))
-    changed = writes.nominees_of(workload) != p.decision.nominees
-    lines.append(
-        f"would write: state annotation {settings.state_annotation}"
-        + (f", then nominatedClusterNames via {settings.write_mode}" if changed else "")
-    )
+    stored = (workload["metadata"].get("annotations") or {}).get(settings.state_annotation)
+    writing = [f"state annotation {settings.state_annotation}"]
+    if not state_to_store(stored, p, p.decision, now, settings):
+        writing = []
+    if writes.nominees_of(workload) != p.decision.nominees:
+        writing.append(f"nominatedClusterNames via {settings.write_mode}")
+    lines.append(f"would write: {', then '.join(writing) or 'nothing'}")
     return "\n".join(lines)

@@ -79,8 +79,9 @@ class Settings:
     write_mode: str = "admission-policy"  # or kueue-admission, merge-patch (see writes.py)
     field_manager: str = "mkdc-reference-dispatcher"  # admission-policy and merge-patch modes
     identity: str = ""  # lease holder identity; "" = hostname_pid
-    # reconciles in parallel: each waits on two API round trips (annotation, then status),
-    # not on the CPU, so under a burst the round-trip time divided by this bounds the rate
+    # reconciles in parallel: each waits on API round trips (its nominations; the state
+    # annotation too when the status cannot imply it), not on the CPU, so under a burst
+    # the round-trip time divided by this bounds the rate
     workers: int = 16
     # of those, this many take only workloads still waiting for their first nominee: under
     # a backlog of escalations on a slow apiserver every worker sat in a write while new

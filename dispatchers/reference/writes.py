@@ -70,8 +70,8 @@ def status_write(
 
 def status_written_at(workload: Obj, field_manager: str) -> float | None:
     """When ``field_manager`` last changed ``.status.nominatedClusterNames``, from
-    managedFields (whole seconds, epoch), or None. It is the persisted record of a first
-    dispatch written before its state annotation (see ``controller``)."""
+    managedFields (whole seconds, epoch), or None: when the round that wrote them
+    started, for a state the annotation does not hold (see ``controller.rounds_written``)."""
     for entry in (workload.get("metadata") or {}).get("managedFields") or []:
         if entry.get("manager") != field_manager or entry.get("subresource", "") != "status":
             continue
