@@ -382,9 +382,9 @@ def nominates_inactive() -> Planner:
 
 
 def resets_on_restart() -> Planner:
-    """EXT-11: keeps the dispatch state in process memory only (it still writes the
-    annotation, but never reads it, nor the time managedFields give its first write), so
-    a restart starts every round afresh."""
+    """EXT-11: keeps the dispatch state in process memory only (it never reads the
+    annotation, nor the nominations' write time managedFields give, from which the
+    reference re-derives its rounds), so a restart starts every round afresh."""
     memory: dict[str, str] = {}
 
     def planner(now: float, wl: Obj, snap: Snapshot, s: Settings, last: str | None = None) -> Plan:
