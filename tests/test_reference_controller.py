@@ -332,6 +332,7 @@ def test_nominations_no_replay_finds_are_annotated_first() -> None:
 
     def padded(*args: Any) -> Any:
         p = plan(*args)
+        assert p.decision is not None
         return replace(p, decision=replace(p.decision, nominees=[*p.decision.nominees, "x"]))
 
     kube = FakeKube(workload())
