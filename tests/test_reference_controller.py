@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -79,17 +80,22 @@ class FakeKube:
         return {"throttled_s": 0.0, "api_s": 0.0, "requests": 0}
 
 
-def cast(kube: FakeKube) -> Any:
-    return kube
-
-
 def controller(
-    kube: FakeKube, leader: bool = True, settings: Settings = SETTINGS, now: float = NOW
+    kube: FakeKube,
+    leader: bool = True,
+    settings: Settings = SETTINGS,
+    now: float = NOW,
+    clock: Callable[[], float] | None = None,
+    planner: Callable[..., Any] = plan,
 ) -> Controller:
+    """A controller whose caches hold the snapshot and ns/job-a; ``clock`` (default: ``now``
+    for ever) is its time."""
     elector: Any = type("Elector", (), {"is_leader": leader})()
     kube.now = now
     kube_: Any = kube
-    ctl = Controller(settings, kube_, Metrics(), elector, threading.Event(), clock=lambda: now)
+    ctl = Controller(
+        settings, kube_, Metrics(), elector, threading.Event(), clock or (lambda: now), planner
+    )
     for plural, objs in snapshot().items():
         ctl.informers[plural].cache = copy.deepcopy(objs)
     ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
@@ -132,9 +138,7 @@ def test_an_escalation_is_one_write_and_a_restart_resumes_its_round() -> None:
     round start, a restarted one takes the write's second rounded up."""
     kube = FakeKube(workload())
     clock = [NOW]
-    ctl = Controller(SETTINGS, cast(kube), Metrics(), None, threading.Event(), lambda: clock[0])
-    for plural, objs in snapshot().items():
-        ctl.informers[plural].cache = copy.deepcopy(objs)
+    ctl = controller(kube, clock=lambda: clock[0])
 
     def step(at: float) -> float | None:
         clock[0] = kube.now = at
@@ -190,9 +194,10 @@ def test_kueue_admission_mode_persists_state_first_even_at_first_dispatch() -> N
     assert [c[0] for c in kube.calls] == ["annotation", "status"]
 
 
-def test_a_first_dispatch_cut_short_before_its_annotation_resumes_its_round() -> None:
-    """Nominated 5 s ago, then a crash before the state was written: the round is not
-    restarted; it resumes from the write's time, rounded up (never ends early)."""
+def test_a_first_dispatch_seen_after_a_restart_resumes_its_round() -> None:
+    """Nominated 5 s ago by a process that has since restarted: the round is not
+    restarted; it resumes from the write's time, rounded up (never ends early). Names
+    round 1 would not nominate, or another manager's, start round 1 afresh."""
     wl = workload(nominatedClusterNames=["w1"])
     wl["metadata"]["managedFields"] = [written_by(SETTINGS.field_manager, NOW - 5)]
     p = plan(NOW, wl, snapshot(), SETTINGS)
@@ -336,11 +341,7 @@ def test_nominations_no_replay_finds_are_annotated_first() -> None:
         return replace(p, decision=replace(p.decision, nominees=[*p.decision.nominees, "x"]))
 
     kube = FakeKube(workload())
-    ctl = Controller(SETTINGS, cast(kube), Metrics(), None, threading.Event(), planner=padded)
-    for plural, objs in snapshot().items():
-        ctl.informers[plural].cache = copy.deepcopy(objs)
-    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
-    ctl.reconcile("ns/job-a")
+    controller(kube, planner=padded).reconcile("ns/job-a")
     assert [c[0] for c in kube.calls] == ["annotation", "status"]
     assert kube.calls[1][1] == ["w1", "x"]
 
