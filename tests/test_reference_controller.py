@@ -359,3 +359,24 @@ def test_an_unwritten_state_yields_to_an_annotation_written_since() -> None:
     ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
     kube.calls.clear()
     assert ctl.reconcile("ns/job-a") == 10.0 and kube.calls == []  # their round 2 holds
+
+
+def test_a_held_round_left_unwritten_is_not_replayed_again(monkeypatch: Any) -> None:
+    """Its state was found implied by the status when it was left unwritten: holding
+    it (every requeue, every watch event) costs one ``decide``, no replay of the policy."""
+    from dispatchers.reference import policy
+
+    kube = FakeKube(workload())
+    ctl = controller(kube)
+    ctl.reconcile("ns/job-a")
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    decided: list[object] = []
+    real = policy.decide
+
+    def counted(*args: Any) -> Any:
+        decided.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(policy, "decide", counted)
+    kube.calls.clear()
+    assert ctl.reconcile("ns/job-a") == 10.0 and kube.calls == [] and len(decided) == 1

@@ -393,7 +393,9 @@ class Controller:
         text = d.state.to_json()
         before = writes.nominees_of(current)
         stored = (meta.get("annotations") or {}).get(self.settings.state_annotation)
-        annotate = state_to_store(stored, p, d, now, self.settings)
+        # a round held on: its state was found implied when it was left unwritten
+        known = self.unwritten.get(key) == (stored, d.state)
+        annotate = not known and state_to_store(stored, p, d, now, self.settings)
         # The state goes first, so a crash between the writes re-derives the same nominees;
         # a first dispatch's state is always implied by its status (see ``rounds_written``).
         if annotate:

@@ -43,9 +43,9 @@ def explain_workload(settings: Settings, target: str) -> str:
         lines.append(f"new failure to record: {p.failure.why}")
     lines.append(policy.explain(now, p.view, p.clusters, p.order, settings, p.state))
     stored = (workload["metadata"].get("annotations") or {}).get(settings.state_annotation)
-    writing = [f"state annotation {settings.state_annotation}"]
-    if not state_to_store(stored, p, p.decision, now, settings):
-        writing = []
+    writing: list[str] = []
+    if state_to_store(stored, p, p.decision, now, settings):
+        writing.append(f"state annotation {settings.state_annotation}")
     if writes.nominees_of(workload) != p.decision.nominees:
         writing.append(f"nominatedClusterNames via {settings.write_mode}")
     lines.append(f"would write: {', then '.join(writing) or 'nothing'}")
