@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness import tools
 from harness.tools import audit_figures, bench_dispatcher
 
 USER = "system:serviceaccount:kueue-system:mkdc-dispatcher-0"
@@ -130,3 +131,19 @@ def test_counts_a_busy_apiserver_cannot_give_say_why_instead_of_losing_the_run()
     assert got == {
         "error": "TimeoutError: Timeout: request did not complete within the allotted timeout"
     }
+
+
+def test_a_profile_that_does_not_load_is_one_line_and_exit_2(capsys) -> None:
+    code = tools.entry("bench_dispatcher", lambda: bench_dispatcher.main(["--profile", "no-such"]))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("bench_dispatcher: error: profile 'no-such'")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_an_interrupted_tool_says_so_and_exits_130(capsys) -> None:
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    assert tools.entry("bench_up", interrupted) == 130
+    assert capsys.readouterr().err == "bench_up: interrupted\n"

@@ -24,7 +24,7 @@ from typing import Any
 
 import psutil
 
-from harness.tools import bench_scaling
+from harness.tools import bench_scaling, entry
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "benchmarks" / "figures.json"
@@ -267,4 +267,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry("bench", main))

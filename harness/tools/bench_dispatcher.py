@@ -40,7 +40,7 @@ from harness.recording.recorder import Recorder
 from harness.recording.timeline import Kind
 from harness.run import _start_dispatcher
 from harness.stats import p50_p99, rounded
-from harness.tools import audit_figures, sampling
+from harness.tools import audit_figures, entry, sampling
 
 NAMESPACE = "mkdc"
 
@@ -236,4 +236,4 @@ def _counts(manager: Cluster) -> dict[str, int]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry("bench_dispatcher", main))

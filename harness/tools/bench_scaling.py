@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.tools import bench_dispatcher
+from harness.tools import bench_dispatcher, entry
 
 Curves = dict[str, dict[str, list[tuple[int, float]]]]  # dispatcher -> p50/p99 -> points
 
@@ -114,4 +115,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry("bench_scaling", main))

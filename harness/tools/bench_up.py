@@ -22,7 +22,7 @@ import psutil
 
 from harness import versions
 from harness.providers.local import LocalProvider, process_kind
-from harness.tools import sampling
+from harness.tools import entry, sampling
 
 
 def cold_build_seconds() -> float:
@@ -126,4 +126,4 @@ def measure(workers: int, settle: float) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry("bench_up", main))
