@@ -12,7 +12,12 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from dispatchers.reference.controller import Controller, _awaits_first_nominee, plan
+from dispatchers.reference.controller import (
+    Controller,
+    _awaits_first_nominee,
+    adds_copies,
+    plan,
+)
 from dispatchers.reference.events import EventSink
 from dispatchers.reference.kube import Forbidden
 from dispatchers.reference.metrics import Metrics
@@ -380,3 +385,43 @@ def test_a_held_round_left_unwritten_is_not_replayed_again(monkeypatch: Any) -> 
     monkeypatch.setattr(policy, "decide", counted)
     kube.calls.clear()
     assert ctl.reconcile("ns/job-a") == 10.0 and kube.calls == [] and len(decided) == 1
+
+
+def test_an_escalation_waits_for_an_escalation_write_and_is_dated_when_written() -> None:
+    """Every escalation slot taken (another escalation being written): a due escalation
+    writes nothing and is parked, holding no thread; the slot's release queues it again,
+    and it decides anew, so its round starts at its write, not when it began to wait."""
+    kube = FakeKube(workload())
+    clock = [NOW]
+    ctl = controller(kube, settings=replace(SETTINGS, escalation_writes=1), clock=lambda: clock[0])
+    ctl.reconcile("ns/job-a")
+    ctl.queue.get(timeout=0)  # its own requeue, due in 10 s
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    kube.calls.clear()
+    assert ctl.escalation_slots.take("ns/other") == 0.0
+    clock[0] = kube.now = NOW + 11
+    assert ctl.reconcile("ns/job-a") is None and kube.calls == []
+    assert ctl.escalation_slots.parked() == 1 and ctl.queue.get(timeout=0) is None
+    ctl.escalation_slots.release()  # the other escalation was written
+    assert ctl.queue.get(timeout=0) == "ns/job-a"
+    clock[0] = kube.now = NOW + 15
+    assert ctl.reconcile("ns/job-a") == 10.0
+    assert [c for c in kube.calls if c[0] != "event"] == [("status", ["w1", "w2"])]
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    kube.calls.clear()
+    clock[0] = NOW + 24  # round 2 began at NOW + 15, not at NOW + 11
+    assert ctl.reconcile("ns/job-a") == 1.0 and kube.calls == []
+
+
+def test_a_first_dispatch_takes_no_escalation_write() -> None:
+    kube = FakeKube(workload())
+    ctl = controller(kube, settings=replace(SETTINGS, escalation_writes=1))
+    assert ctl.escalation_slots.take("ns/other") == 0.0
+    assert ctl.reconcile("ns/job-a") == 10.0 and kube.calls[0] == ("status", ["w1"])
+
+
+def test_what_adds_a_remote_copy() -> None:
+    assert not adds_copies([], ["w1"])  # a first nomination: not an escalation
+    assert adds_copies(["w1"], ["w1", "w2"])  # an escalation
+    assert adds_copies(["w1"], ["w2"])  # a failover
+    assert not adds_copies(["w1", "w2"], ["w2"])  # dropping a nominee

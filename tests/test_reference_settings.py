@@ -144,6 +144,7 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
         ("--metrics-port", "-1", "metrics-port"),
         ("--log-level", "chatty", "log-level"),
         ("--first-dispatch-workers", "-1", "first-dispatch-workers"),
+        ("--escalation-writes", "0", "escalation-writes"),
     ],
 )
 def test_each_invalid_flag_names_its_field(flag: str, value: str, field: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from dispatchers.reference.workqueue import TokenBucket, WorkQueue
+from dispatchers.reference.workqueue import Slots, TokenBucket, WorkQueue
 
 
 class Clock:
@@ -183,3 +183,37 @@ def test_waited_is_the_time_a_key_was_due_before_a_worker_took_it() -> None:
     q.add_after("b", 2)
     clock.now += 3  # due after 2 s, taken after 3: waited from when it was due
     assert q.get(timeout=0) == "b" and q.waited("b") == 1.0
+
+
+def test_a_key_with_no_slot_free_is_parked_and_woken_in_turn() -> None:
+    clock, woken = Clock(), list[str]()
+    slots = Slots(1, woken.append, clock)
+    assert slots.take("a") == 0.0
+    assert slots.take("b") is None and slots.take("c") is None and slots.take("b") is None
+    assert slots.parked() == 2 and woken == []
+    clock.now += 3
+    slots.release()
+    assert woken == ["b"]  # the longest parked, once
+    assert slots.take("b") == 3.0  # parked for 3 s before it got the slot
+    slots.release()
+    assert woken == ["b", "c"]
+
+
+def test_a_woken_key_that_takes_no_slot_passes_the_wake_on() -> None:
+    """It no longer escalates (placed meanwhile, say): the next parked key is woken, or it
+    would wait for a release that no one is left to make."""
+    woken: list[str] = []
+    slots = Slots(1, woken.append, Clock())
+    slots.take("a")
+    for key in ("b", "c"):
+        slots.take(key)
+    slots.settle("b")  # not woken yet: nothing to pass on
+    assert woken == []
+    slots.release()
+    assert woken == ["b"]
+    slots.settle("b")
+    assert woken == ["b", "c"]
+    slots.take("d")  # holds the slot
+    slots.take("e")
+    slots.settle("c")  # the slot is held: its release will wake the next
+    assert woken == ["b", "c"] and slots.parked() == 1

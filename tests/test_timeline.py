@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from harness.recording.timeline import Kind
+from harness.recording.timeline import Event, Kind, Timeline
 from tests.timelines import Story
 
 
@@ -36,3 +36,22 @@ def test_outages_pair_each_take_out_with_the_next_bring_back() -> None:
     assert tl.outages("dispatcher") == []
     later = tl.action("manager-apiserver-down", after=1.5)
     assert later is not None and later.t == 9
+
+
+def test_of_keeps_one_workloads_events_and_the_environments_in_their_order() -> None:
+    """Equal times keep the order they were recorded in; an event appended after a first
+    ``of`` is seen by the next one."""
+    events = [
+        Event(1.0, "manager", Kind.CLUSTER_ACTIVE, "", {"cluster": "w1", "active": True}),
+        Event(2.0, "manager", Kind.WORKLOAD_CREATED, "ns/a"),
+        Event(2.0, "manager", Kind.CONFIG_CHANGED, "", {"config": "c", "clusters": ["w1"]}),
+        Event(2.0, "manager", Kind.WORKLOAD_CREATED, "ns/b"),
+        Event(3.0, "manager", Kind.NOMINATION, "ns/a", {"names": ["w1"]}),
+    ]
+    tl = Timeline(events)
+    assert list(tl.of("ns/a")) == [events[0], events[1], events[2], events[4]]
+    assert list(tl.of("")) == [events[0], events[2]]
+    assert list(tl.of("ns/none")) == [events[0], events[2]]
+    late = Event(4.0, "w1", Kind.COPY_CREATED, "ns/b")
+    tl.append(late)
+    assert list(tl.of("ns/b")) == [events[0], events[2], events[3], late]

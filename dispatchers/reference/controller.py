@@ -19,7 +19,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,7 +31,7 @@ from dispatchers.reference.kube import Forbidden, ForbiddenGrace, Informer, Kube
 from dispatchers.reference.leader import LeaderElector
 from dispatchers.reference.metrics import Metrics
 from dispatchers.reference.settings import Settings
-from dispatchers.reference.workqueue import WorkQueue
+from dispatchers.reference.workqueue import Slots, WorkQueue
 
 log = logging.getLogger("mkdc.reference")
 PLURALS = (
@@ -199,6 +199,7 @@ class Controller:
         self.elector, self.stop, self.clock = elector, stop, clock
         self.planner = planner  # ``plan`` or a drop-in with its signature (faulty dispatchers)
         self.queue = WorkQueue(max_delay=RETRY_MAX_SECONDS)
+        self.escalation_slots = Slots(settings.escalation_writes, self.queue.add)
         self.fatal: str | None = None
         # a restarted apiserver answers 403 for a while: see ForbiddenGrace
         self.write_grace, self.lease_grace = ForbiddenGrace(), ForbiddenGrace()
@@ -356,6 +357,12 @@ class Controller:
 
     def reconcile(self, key: str) -> float | None:
         """Dispatch one workload; returns when to look again (None: only on change)."""
+        try:
+            return self._reconcile_key(key)
+        finally:
+            self.escalation_slots.settle(key)
+
+    def _reconcile_key(self, key: str) -> float | None:
         queued = self.queue.waited(key)
         self.kube.take_timings()  # from here on: this reconcile's requests, for the log
         workload = self.informers["workloads"].get(key)
@@ -373,6 +380,9 @@ class Controller:
         raise RuntimeError(f"{MAX_CONFLICTS} write conflicts in a row")
 
     def _reconcile(self, workload: Mapping[str, Any], queued: float = 0.0) -> float | None:
+        """Decide, and write what the decision changes. An escalation is written only
+        holding an escalation slot; with none free the workload is parked, queued again
+        when one frees, and then decided anew (its round starts when it is written)."""
         now = self.clock()
         snap = self.snapshot()
         key = model.key_of(workload)
@@ -381,7 +391,29 @@ class Controller:
         if p.not_pending is not None or p.decision is None:
             log.debug("skipped", extra={"workload": p.key, "why": p.not_pending})
             return None
-        d = p.decision
+        before = writes.nominees_of(workload)
+        if not adds_copies(before, p.decision.nominees):
+            return self._write(p, now, workload, queued)
+        slot_wait = self.escalation_slots.take(key)
+        if slot_wait is None:
+            return None
+        try:
+            self.metrics.escalation_wait.observe(slot_wait)
+            return self._write(p, now, workload, queued, slot_wait)
+        finally:
+            self.escalation_slots.release()
+
+    def _write(
+        self,
+        p: Plan,
+        now: float,
+        workload: Mapping[str, Any],
+        queued: float,
+        slot_wait: float | None = None,
+    ) -> float | None:
+        """The writes of one decision, in order, its log line and its Event."""
+        assert p.decision is not None
+        d, key = p.decision, model.key_of(workload)
         if p.state_problem:
             log.warning("bad dispatch state", extra={"workload": p.key, "error": p.state_problem})
         if p.failure is not None:
@@ -417,6 +449,8 @@ class Controller:
             self.metrics.rounds.inc()
         changed = before != d.nominees or d.new_round or p.failure is not None
         timings = {"queued_s": round(queued, 4), **self.kube.take_timings()}
+        if slot_wait is not None:
+            timings["slot_wait_s"] = round(slot_wait, 4)
         log.log(
             logging.INFO if changed else logging.DEBUG,
             "decision",
@@ -456,6 +490,13 @@ def _decision_inputs(obj: Mapping[str, Any]) -> str:
         sort_keys=True,
         default=str,
     )
+
+
+def adds_copies(before: Sequence[str], after: Sequence[str]) -> bool:
+    """Whether a write from ``before`` to ``after`` nominates a cluster more for a workload
+    that already has nominees: one more remote copy for Kueue to make (an escalation or a
+    failover), not its first."""
+    return bool(before) and not set(after) <= set(before)
 
 
 def _awaits_first_nominee(obj: Mapping[str, Any]) -> bool:

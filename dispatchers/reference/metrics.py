@@ -38,6 +38,12 @@ class Metrics:
             buckets=BUCKETS,
             registry=r,
         )
+        self.escalation_wait = Histogram(
+            "mkdc_reference_escalation_wait_seconds",
+            "an escalation's wait for a free escalation write (--escalation-writes)",
+            buckets=BUCKETS,
+            registry=r,
+        )
         self.events_dropped = Counter(
             "mkdc_reference_events_dropped",
             "Events not posted: the event queue was full",

@@ -87,6 +87,11 @@ class Settings:
     # a backlog of escalations on a slow apiserver every worker sat in a write while new
     # workloads waited their turn (seconds at 1+20)
     first_dispatch_workers: int = 4
+    # escalations in flight at once: writes that add a cluster to a workload that already
+    # has a copy somewhere. Each makes Kueue create one more remote copy, so under a flood
+    # of pending work their rate follows how fast the manager answers instead of
+    # multiplying copies until Kueue itself falls behind (see README, "escalation writes")
+    escalation_writes: int = 2
     kube_qps: float = 100.0  # client-side limit of API gets and writes, as client-go's QPS
     kube_burst: int = 200
     event_qps: float = 20.0  # Events' own limit: an explanation never takes a decision's token
@@ -239,6 +244,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "identity": _identity,
     "workers": _int_in(1, 64),
     "first_dispatch_workers": _int_in(0, 63),
+    "escalation_writes": _int_in(1, 64),
     "kube_qps": _positive_number,
     "kube_burst": _int_in(1, 10000),
     "event_qps": _positive_number,

@@ -191,3 +191,56 @@ class TokenBucket:
         wait = self.reserve()
         if wait > 0:
             self._sleep(wait)
+
+
+class Slots:
+    """At most ``size`` holders at once; a key that finds none free is parked, not waited
+    for: a worker thread blocked on a slot would be a thread less for first dispatches.
+    Each ``release`` hands the longest-parked key to ``wake`` (which queues it again), so
+    a parked key is never left behind while a slot is held."""
+
+    def __init__(
+        self, size: int, wake: Callable[[str], None], clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._size, self._wake, self._clock = size, wake, clock
+        self._lock = threading.Lock()
+        self._held = 0
+        self._parked: dict[str, float] = {}  # key -> when first parked (insertion order)
+        self._woken: dict[str, float] = {}  # handed to ``wake``: key -> when first parked
+
+    def take(self, key: str) -> float | None:
+        """A slot for ``key`` and how long it was parked before, or None: parked."""
+        with self._lock:
+            since = self._woken.pop(key, None)
+            if self._held < self._size:
+                self._held += 1
+                self._parked.pop(key, None)
+                return 0.0 if since is None else self._clock() - since
+            self._parked.setdefault(key, self._clock() if since is None else since)
+            return None
+
+    def release(self) -> None:
+        with self._lock:
+            self._held -= 1
+            key = self._next()
+        if key is not None:
+            self._wake(key)
+
+    def settle(self, key: str) -> None:
+        """``key`` was looked at: if it was woken and took no slot (it no longer escalates,
+        or failed first), the wake goes on to the next parked key, so none is stranded."""
+        with self._lock:
+            passed_on = self._woken.pop(key, None) is not None
+            following = self._next() if passed_on and self._held < self._size else None
+        if following is not None:
+            self._wake(following)
+
+    def _next(self) -> str | None:
+        key = next(iter(self._parked), None)
+        if key is not None:
+            self._woken[key] = self._parked.pop(key)
+        return key
+
+    def parked(self) -> int:
+        with self._lock:
+            return len(self._parked)

@@ -7,6 +7,7 @@ timelines and evaluated on recorded ones with the same code.
 from __future__ import annotations
 
 import enum
+import heapq
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -179,8 +180,13 @@ class Timeline:
 
     def __init__(self, events: Iterable[Event] = ()) -> None:
         self._events: list[Event] = sorted(events, key=lambda e: e.t)
+        # positions of each workload's events, built at the first ``of``: a check or a wait
+        # that asks for each of 100 workloads in turn would otherwise scan every event 100
+        # times (the burst scenario's wait: 36 ms of CPU a poll, every 0.5 s, against 7)
+        self._positions: dict[str, list[int]] | None = None
 
     def append(self, event: Event) -> None:
+        self._positions = None
         if self._events and event.t < self._events[-1].t:
             self._events.append(event)
             self._events.sort(key=lambda e: e.t)
@@ -195,7 +201,16 @@ class Timeline:
 
     def of(self, workload: str) -> Timeline:
         """Events of one workload plus environment events (which have no workload)."""
-        return Timeline(e for e in self._events if e.workload in (workload, ""))
+        if self._positions is None:
+            positions: dict[str, list[int]] = {}
+            for i, e in enumerate(self._events):
+                positions.setdefault(e.workload, []).append(i)
+            self._positions = positions
+        own = self._positions.get(workload, [])
+        shared = self._positions.get("", []) if workload else []
+        out = Timeline()
+        out._events = [self._events[i] for i in heapq.merge(own, shared)]
+        return out
 
     def where(self, *kinds: Kind, cluster: str | None = None) -> list[Event]:
         return [
