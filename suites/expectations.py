@@ -14,9 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-import yaml
 
-from harness import faults, progress
+from harness import faults, progress, userfiles
 from harness.multikueue import API
 from harness.recording.timeline import Kind, Timeline
 from harness.scenario import Scenario
@@ -392,10 +391,10 @@ def collect_artifacts(sc: Scenario) -> None:
                 docs[kind] = cluster.resource(api, kind).get(namespace=ns).to_dict()["items"]
             except Exception as exc:  # a cluster may be unreachable: say so in the artifact
                 docs[kind] = f"unavailable: {exc}"
-        (out / f"{cluster.name}.yaml").write_text(yaml.safe_dump(docs, sort_keys=False))
+        (out / f"{cluster.name}.yaml").write_text(userfiles.dump_yaml(docs, sort_keys=False))
     mk = {}
     for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"):
         items = sc.ctx.env.manager.resource(API, kind).get().to_dict()["items"]
         mk[kind] = [i for i in items if i["metadata"]["name"].startswith(sc.name)]
-    (out / "multikueue.yaml").write_text(yaml.safe_dump(mk, sort_keys=False))
+    (out / "multikueue.yaml").write_text(userfiles.dump_yaml(mk, sort_keys=False))
     (out / "collected-at.txt").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

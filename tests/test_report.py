@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import userfiles
 from harness.profile import load_profile
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.report import (
@@ -419,3 +420,14 @@ def test_a_result_given_as_the_enum_is_written_as_its_word(tmp_path: Path) -> No
     report.write_all(tmp_path)
     doc = yaml.safe_load((tmp_path / "report.yaml").read_text())
     assert doc["checks"][0]["result"] == "undecided"
+
+
+def test_report_yaml_is_the_text_pythons_own_emitter_writes(tmp_path: Path) -> None:
+    """Written through libyaml where PyYAML has it, for speed: the text must not change."""
+    report = make_report()
+    text = report.write_yaml(tmp_path / "report.yaml").read_text(encoding="utf-8")
+    assert text == yaml.safe_dump(
+        report.to_dict(), sort_keys=False, allow_unicode=True, default_flow_style=False
+    )
+    odd = {"message": "two\nlines, a tab\tand ü", "empty": "", "numberish": "0012", "n": [1.5]}
+    assert userfiles.dump_yaml(odd, sort_keys=False) == yaml.safe_dump(odd, sort_keys=False)

@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from harness import __version__
+from harness import __version__, userfiles
 from harness.recording.timeline import Timeline
 from harness.report.html import render_html
 from harness.report.redaction import first_line, iso, plain, report_text
@@ -251,7 +249,7 @@ class Report:
     def write_yaml(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = yaml.safe_dump(
+        text = userfiles.dump_yaml(
             self.to_dict(), sort_keys=False, allow_unicode=True, default_flow_style=False
         )
         path.write_text(text, encoding="utf-8")
