@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from harness import faults, progress, rundir, toolchain, versions
 from harness.durations import parse_duration
-from harness.errors import UserError, one_line, shown, shown_path
+from harness.errors import UserError, command_exit, shown, shown_path
 from harness.suite import load as load_suite
 from harness.userfiles import read_bytes
 
@@ -434,22 +434,16 @@ def _terminate(signum: int, _frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except UserError as exc:
-        print(f"mkdc: error: {one_line(str(exc))}", file=sys.stderr)
-        return 2
+    return command_exit("mkdc", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup, a background job
             signal.signal(sig, _terminate)
     try:
         return args.func(args)
-    except UserError as exc:
-        print(f"mkdc: error: {one_line(str(exc))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("mkdc: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # the reader went away (`mkdc checks | head`): an ordinary end, not a traceback;
         # stdout goes to /dev/null so the interpreter's final flush cannot fail again

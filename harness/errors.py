@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import Any
 
 SHOWN_CHARS = 80  # of a value quoted in a message: enough to recognise it
@@ -38,3 +40,17 @@ def shown_path(path: object) -> str:
     """A path for a message: as written (no quotes), on one line, cut when absurdly long."""
     text = one_line(str(path))
     return text if len(text) <= 4 * SHOWN_CHARS else text[: 4 * SHOWN_CHARS - 3] + "..."
+
+
+def command_exit(prog: str, main: Callable[[], int | None]) -> int:
+    """A command's exit status (``mkdc`` and the benchmark tools): bad input (a broken
+    profile, a dispatcher that exits at start) is one line on stderr and 2, never a
+    traceback; an interrupt is one line and 130."""
+    try:
+        return main() or 0
+    except UserError as exc:
+        print(f"{prog}: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130

@@ -632,6 +632,10 @@ class Scenario:
         """Let time pass while the recorder watches."""
         time.sleep(max(0.0, seconds))
 
+    def observe_until(self, t: float) -> None:
+        """Let time pass until the recorder's time ``t`` (a timeline event's)."""
+        self.observe(t - self.ctx.recorder.now())
+
     def mark(self, what: str, **data: Any) -> Event:
         return self.ctx.recorder.mark(what, scenario=self.name, **data)
 

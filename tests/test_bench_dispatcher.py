@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness import tools
+from harness.errors import command_exit
 from harness.tools import audit_figures, bench_dispatcher
 
 USER = "system:serviceaccount:kueue-system:mkdc-dispatcher-0"
@@ -134,7 +134,7 @@ def test_counts_a_busy_apiserver_cannot_give_say_why_instead_of_losing_the_run()
 
 
 def test_a_profile_that_does_not_load_is_one_line_and_exit_2(capsys) -> None:
-    code = tools.entry("bench_dispatcher", lambda: bench_dispatcher.main(["--profile", "no-such"]))
+    code = command_exit("bench_dispatcher", lambda: bench_dispatcher.main(["--profile", "no-such"]))
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("bench_dispatcher: error: profile 'no-such'")
@@ -145,5 +145,5 @@ def test_an_interrupted_tool_says_so_and_exits_130(capsys) -> None:
     def interrupted() -> int:
         raise KeyboardInterrupt
 
-    assert tools.entry("bench_up", interrupted) == 130
+    assert command_exit("bench_up", interrupted) == 130
     assert capsys.readouterr().err == "bench_up: interrupted\n"

@@ -46,12 +46,13 @@ def test_of_keeps_one_workloads_events_and_the_environments_in_their_order() -> 
         Event(2.0, "manager", Kind.WORKLOAD_CREATED, "ns/a"),
         Event(2.0, "manager", Kind.CONFIG_CHANGED, "", {"config": "c", "clusters": ["w1"]}),
         Event(2.0, "manager", Kind.WORKLOAD_CREATED, "ns/b"),
+        Event(3.0, "manager", Kind.CLUSTER_ACTIVE, "", {"cluster": "w2", "active": True}),
         Event(3.0, "manager", Kind.NOMINATION, "ns/a", {"names": ["w1"]}),
     ]
     tl = Timeline(events)
-    assert list(tl.of("ns/a")) == [events[0], events[1], events[2], events[4]]
-    assert list(tl.of("")) == [events[0], events[2]]
-    assert list(tl.of("ns/none")) == [events[0], events[2]]
+    assert list(tl.of("ns/a")) == [events[0], events[1], events[2], events[4], events[5]]
+    assert list(tl.of("")) == [events[0], events[2], events[4]]
+    assert list(tl.of("ns/none")) == [events[0], events[2], events[4]]
     late = Event(4.0, "w1", Kind.COPY_CREATED, "ns/b")
     tl.append(late)
-    assert list(tl.of("ns/b")) == [events[0], events[2], events[3], late]
+    assert list(tl.of("ns/b")) == [events[0], events[2], events[3], events[4], late]

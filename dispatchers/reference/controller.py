@@ -393,27 +393,29 @@ class Controller:
             return None
         before = writes.nominees_of(workload)
         if not adds_copies(before, p.decision.nominees):
-            return self._write(p, now, workload, queued)
+            return self._write(p, p.decision, workload, before, now, queued)
         slot_wait = self.escalation_slots.take(key)
         if slot_wait is None:
             return None
         try:
             self.metrics.escalation_wait.observe(slot_wait)
-            return self._write(p, now, workload, queued, slot_wait)
+            return self._write(p, p.decision, workload, before, now, queued, slot_wait)
         finally:
             self.escalation_slots.release()
 
     def _write(
         self,
         p: Plan,
-        now: float,
+        d: policy.Decision,
         workload: Mapping[str, Any],
+        before: list[str],
+        now: float,
         queued: float,
         slot_wait: float | None = None,
     ) -> float | None:
-        """The writes of one decision, in order, its log line and its Event."""
-        assert p.decision is not None
-        d, key = p.decision, model.key_of(workload)
+        """The writes of decision ``d`` (from ``before``, the nominees the workload shows),
+        in order, its log line and its Event."""
+        key = model.key_of(workload)
         if p.state_problem:
             log.warning("bad dispatch state", extra={"workload": p.key, "error": p.state_problem})
         if p.failure is not None:
@@ -423,7 +425,6 @@ class Controller:
         ns, name = meta["namespace"], meta["name"]
         current = workload
         text = d.state.to_json()
-        before = writes.nominees_of(current)
         stored = (meta.get("annotations") or {}).get(self.settings.state_annotation)
         # a round held on: its state was found implied when it was left unwritten
         known = self.unwritten.get(key) == (stored, d.state)

@@ -240,7 +240,3 @@ class Slots:
         if key is not None:
             self._woken[key] = self._parked.pop(key)
         return key
-
-    def parked(self) -> int:
-        with self._lock:
-            return len(self._parked)

@@ -24,7 +24,8 @@ from typing import Any
 
 import psutil
 
-from harness.tools import bench_scaling, entry
+from harness.errors import command_exit
+from harness.tools import bench_scaling
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "benchmarks" / "figures.json"
@@ -267,4 +268,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(entry("bench", main))
+    sys.exit(command_exit("bench", main))

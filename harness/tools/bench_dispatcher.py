@@ -34,13 +34,14 @@ from typing import Any
 
 from harness import inventory, kube, multikueue, versions, workloads
 from harness.environment import Cluster
+from harness.errors import command_exit
 from harness.profile import load_profile
 from harness.providers.local import LocalProvider
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import Kind
 from harness.run import _start_dispatcher
 from harness.stats import p50_p99, rounded
-from harness.tools import audit_figures, entry, sampling
+from harness.tools import audit_figures, sampling
 
 NAMESPACE = "mkdc"
 
@@ -236,4 +237,4 @@ def _counts(manager: Cluster) -> dict[str, int]:
 
 
 if __name__ == "__main__":
-    sys.exit(entry("bench_dispatcher", main))
+    sys.exit(command_exit("bench_dispatcher", main))

@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.tools import bench_dispatcher, entry
+from harness.errors import command_exit
+from harness.tools import bench_dispatcher
 
 Curves = dict[str, dict[str, list[tuple[int, float]]]]  # dispatcher -> p50/p99 -> points
 
@@ -115,4 +116,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(entry("bench_scaling", main))
+    sys.exit(command_exit("bench_scaling", main))

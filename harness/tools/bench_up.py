@@ -21,8 +21,9 @@ from pathlib import Path
 import psutil
 
 from harness import versions
+from harness.errors import command_exit
 from harness.providers.local import LocalProvider, process_kind
-from harness.tools import entry, sampling
+from harness.tools import sampling
 
 
 def cold_build_seconds() -> float:
@@ -126,4 +127,4 @@ def measure(workers: int, settle: float) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    sys.exit(entry("bench_up", main))
+    sys.exit(command_exit("bench_up", main))

@@ -106,10 +106,8 @@ def test_leader_failover(scenario):
     # falls outside the handover EXT-12 forgives (a kill 0.46 s after the first write did)
     b = bounds(scenario)
     first = tl.of(workload).where_writes()[0].t
-    scenario.observe(
-        first
-        + max(round_timeout(scenario) / 2, b.conflict_window + b.observation_skew)
-        - scenario.ctx.recorder.now()
+    scenario.observe_until(
+        first + max(round_timeout(scenario) / 2, b.conflict_window + b.observation_skew)
     )
     leader = scenario.timeline().of(workload).where_writes()[-1].user
     replica = int(leader.rsplit("-", 1)[1])
