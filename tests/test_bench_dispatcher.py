@@ -24,6 +24,7 @@ def entry(
     code: int = 200,
     status: dict[str, Any] | None = None,
     stage: str = "ResponseComplete",
+    took: float = 0.0,
 ) -> dict[str, Any]:
     ref = {"resource": resource, "namespace": "mkdc", "name": name}
     if sub:
@@ -34,6 +35,7 @@ def entry(
         "user": {"username": user},
         "objectRef": ref,
         "responseStatus": {"code": code},
+        "requestReceivedTimestamp": f"2026-12-02T01:00:{at - took:09.6f}Z",
         "stageTimestamp": f"2026-12-02T01:00:{at:09.6f}Z",
     }
     if status is not None:
@@ -45,14 +47,23 @@ QUOTA = {"conditions": [{"type": "QuotaReserved", "status": "True"}]}
 
 
 def story(user: str) -> list[dict[str, Any]]:
-    """Two workloads: a created 1.0, quota 1.5, nominated 2.0; b created 3.0, quota 3.2,
-    a refused nomination at 3.4, nominated 4.0; plus a second, later nomination of a."""
+    """Two workloads: a created 1.0, quota 1.5, nominated 2.0 (sent at 1.75); b created 3.0,
+    quota 3.2, a refused nomination at 3.4, nominated 4.0 (sent at 3.5); plus a second,
+    later nomination of a."""
     return [
         entry(1.0, "create", "a", code=201),
         entry(1.5, "patch", "a", sub="status", status=QUOTA),
         entry(1.8, "get", "a", user=user),
         entry(1.9, "patch", "a", user=user),  # the dispatch state annotation
-        entry(2.0, "patch", "a", user=user, sub="status", status={"nominatedClusterNames": ["w1"]}),
+        entry(
+            2.0,
+            "patch",
+            "a",
+            user=user,
+            sub="status",
+            status={"nominatedClusterNames": ["w1"]},
+            took=0.25,
+        ),
         entry(3.0, "create", "b", code=201),
         entry(3.2, "patch", "b", sub="status", status=QUOTA),
         entry(
@@ -64,7 +75,15 @@ def story(user: str) -> list[dict[str, Any]]:
             code=409,
             status={"nominatedClusterNames": ["w1"]},
         ),
-        entry(4.0, "patch", "b", user=user, sub="status", status={"nominatedClusterNames": ["w1"]}),
+        entry(
+            4.0,
+            "patch",
+            "b",
+            user=user,
+            sub="status",
+            status={"nominatedClusterNames": ["w1"]},
+            took=0.5,
+        ),
         entry(5.0, "watch", user=user, stage="ResponseStarted"),
         entry(
             6.0,
@@ -83,6 +102,9 @@ def test_latencies_and_requests_of_an_external_dispatcher() -> None:
     assert out["created"] == 2 and out["nominated"] == 2
     assert out["timeToFirstNominationSeconds"] == {"p50": 1.0, "p99": 1.0, "max": 1.0}
     assert out["quotaReservedToFirstNominationSeconds"]["max"] == 0.8
+    # a's request arrived 0.25 s after quota at 1.5 and took 0.25 s; b's 0.3 s and 0.5 s
+    assert out["quotaReservedToNominationRequestSeconds"]["max"] == 0.3
+    assert out["firstNominationWriteSeconds"] == {"p50": 0.25, "p99": 0.5, "max": 0.5}
     assert out["requestsByKind"] == {
         "get workloads": 1,
         "patch workloads": 1,

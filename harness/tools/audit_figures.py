@@ -19,7 +19,16 @@ WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 
 def _stamp(entry: Mapping[str, Any]) -> float | None:
-    value = entry.get("stageTimestamp") or entry.get("requestReceivedTimestamp")
+    """When the stage was reached (for ResponseComplete: when the response was sent)."""
+    return _time(entry.get("stageTimestamp") or entry.get("requestReceivedTimestamp"))
+
+
+def _received(entry: Mapping[str, Any]) -> float | None:
+    """When the apiserver received the request (its stage stamp if that is missing)."""
+    return _time(entry.get("requestReceivedTimestamp")) or _stamp(entry)
+
+
+def _time(value: object) -> float | None:
     if not value:
         return None
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
@@ -77,8 +86,10 @@ def _user(entry: Mapping[str, Any]) -> str:
 def summarize(
     entries: Iterable[Mapping[str, Any]], namespace: str, dispatcher_users: frozenset[str]
 ) -> dict[str, Any]:
-    """Per-workload times (created, quota reserved, first nominated) of ``namespace``'s
-    Workloads, and the requests counted for the dispatcher.
+    """Per-workload times (created, quota reserved, first nominated, and when that first
+    nominating request arrived) of ``namespace``'s Workloads, and the requests counted for
+    the dispatcher. The arrival splits reservation-to-nomination into the dispatcher's
+    reaction (watch delivery, its queue, its decision) and the apiserver's write.
 
     Counted: with ``dispatcher_users`` (an external dispatcher), each completed request of
     those users (a watch counts once, when its response starts); without (a built-in, which
@@ -87,6 +98,7 @@ def summarize(
     created: dict[str, float] = {}
     reserved: dict[str, float] = {}
     nominated: dict[str, float] = {}
+    nomination_received: dict[str, float] = {}
     requests: Counter[str] = Counter()
     nomination_writes = 0
     for entry in entries:
@@ -104,8 +116,9 @@ def summarize(
             created.setdefault(_key(entry), t)
         if in_ns and reserves_quota(entry):
             reserved.setdefault(_key(entry), t)
-        if in_ns and nominates(entry):
-            nominated.setdefault(_key(entry), t)
+        if in_ns and nominates(entry) and _key(entry) not in nominated:
+            nominated[_key(entry)] = t
+            nomination_received[_key(entry)] = _received(entry) or t
         if _is_workload_write(entry) and "nominatedClusterNames" in _request_status(entry):
             if not dispatcher_users or _user(entry) in dispatcher_users:
                 nomination_writes += 1
@@ -119,6 +132,7 @@ def summarize(
         "created": created,
         "reserved": reserved,
         "nominated": nominated,
+        "nominationReceived": nomination_received,
         "nominationWrites": nomination_writes,
         "requests": dict(requests),
     }

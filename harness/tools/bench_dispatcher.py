@@ -16,7 +16,7 @@ lag). For Kueue's built-in dispatchers the process measured is the manager's kue
 (which does much more than dispatching), and the requests counted are only its writes
 of nominations (it reads from its informer cache); for an external dispatcher every
 request of its identity is counted. ``--logs DIR`` keeps each run's dispatcher and
-manager Kueue logs there.
+manager Kueue logs and the manager's audit log there.
 """
 
 from __future__ import annotations
@@ -59,7 +59,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--settle", type=float, default=60, help="max seconds to wait for nominations"
     )
-    parser.add_argument("--logs", type=Path, help="keep each run's dispatcher and kueue logs")
+    parser.add_argument(
+        "--logs",
+        type=Path,
+        help="keep each run's dispatcher and kueue logs and the manager's audit log",
+    )
     args = parser.parse_args(argv)
     names = [p for p in (args.profiles or "").split(",") if p]
     if args.profile:
@@ -99,7 +103,8 @@ def bench(
         env = provider.up()
         stack.callback(provider.down)
         if logs is not None:
-            stack.callback(_keep_logs, Path(str(env.run_dir)), logs / profile.name)
+            run_dir, audit_log = Path(str(env.run_dir)), env.info.get("auditLog")
+            stack.callback(_keep_logs, run_dir, audit_log, logs / profile.name)
         for worker in env.workers:  # no capacity anywhere: everything stays pending
             kube.apply(worker.dyn, multikueue.cluster_queue(NAMESPACE, {"cpu": "0", "memory": "0"}))
         users: frozenset[str] = frozenset()
@@ -148,6 +153,9 @@ def audit_result(summary: Mapping[str, Any], external: bool) -> dict[str, Any]:
     created, reserved, nominated = summary["created"], summary["reserved"], summary["nominated"]
     since_created = [t - created[k] for k, t in nominated.items() if k in created]
     since_reserved = [t - reserved[k] for k, t in nominated.items() if k in reserved]
+    received = summary["nominationReceived"]
+    reaction = [received[k] - reserved[k] for k in nominated if k in reserved]
+    write = [t - received[k] for k, t in nominated.items()]
     requests = sum(summary["requests"].values()) if external else summary["nominationWrites"]
     first = len(nominated)
     return {
@@ -155,6 +163,10 @@ def audit_result(summary: Mapping[str, Any], external: bool) -> dict[str, Any]:
         "nominated": first,
         "timeToFirstNominationSeconds": spread(since_created),
         "quotaReservedToFirstNominationSeconds": spread(since_reserved),
+        # the two parts of the above: until the nominating request reached the apiserver,
+        # then the apiserver's handling of it (admission, storage)
+        "quotaReservedToNominationRequestSeconds": spread(reaction),
+        "firstNominationWriteSeconds": spread(write),
         "nominationWrites": summary["nominationWrites"],
         "apiRequests": requests,
         "apiRequestsPerFirstNomination": round(requests / first, 2) if first else None,
@@ -189,11 +201,15 @@ def spread(values: list[float]) -> dict[str, float | None]:
     return {**p50_p99(values), "max": rounded(max(values) if values else None)}
 
 
-def _keep_logs(run_dir: Path, into: Path) -> None:
+def _keep_logs(run_dir: Path, audit: str | None, into: Path) -> None:
+    """The logs, and the audit log: its stamps against the dispatcher's log lines say where
+    a nomination's time went (the watch, the queue, the write)."""
     into.mkdir(parents=True, exist_ok=True)
-    for name in ("dispatcher-0.log", "manager-kueue.log"):
-        with contextlib.suppress(OSError):
-            shutil.copy(run_dir / "logs" / name, into / name)
+    logs = run_dir / "logs"
+    for source in (logs / "dispatcher-0.log", logs / "manager-kueue.log", audit):
+        if source:
+            with contextlib.suppress(OSError):
+                shutil.copy(source, into / Path(source).name)
 
 
 def _items(manager: Cluster) -> list[dict[str, Any]]:
