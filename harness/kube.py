@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,6 +12,7 @@ import urllib3
 import yaml
 from kubernetes import client, config, dynamic
 from kubernetes.client.rest import ApiException
+from kubernetes.dynamic.discovery import LazyDiscoverer
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from tenacity import (
     RetryError,
@@ -48,7 +50,23 @@ def api_client(kubeconfig: Path | str, context: str | None = None) -> client.Api
 
 
 def dynamic_client(api: client.ApiClient) -> dynamic.DynamicClient:
-    return dynamic.DynamicClient(api)
+    return dynamic.DynamicClient(api, discoverer=InMemoryDiscovery)
+
+
+class InMemoryDiscovery(LazyDiscoverer):
+    """The dynamic client's API discovery, kept in memory only. By default the client
+    caches it in /tmp/osrcp-<md5 of the server URL>.json: every run left a file per
+    cluster behind, and a later run's server on the same port would start from another
+    cluster's list of APIs."""
+
+    def __init__(self, dyn: dynamic.DynamicClient, cache_file: str | None = None) -> None:
+        super().__init__(dyn, _NOT_A_FILE)
+
+    def _write_cache(self) -> None:
+        """Nothing is written; the discovered APIs live as long as the client."""
+
+
+_NOT_A_FILE = os.path.join(os.devnull, "mkdc-discovery")  # never exists: never read
 
 
 def wait_for(

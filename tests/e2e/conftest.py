@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from harness import toolchain, versions
@@ -17,3 +21,17 @@ def selected_versions() -> versions.Versions:
             f"binaries missing for {', '.join(missing)}: run `mkdc bins` first", pytrace=False
         )
     return v
+
+
+@pytest.fixture(autouse=True)
+def no_discovery_cache_left() -> Iterator[None]:
+    """The kubernetes client's dynamic client caches API discovery in
+    <tmp>/osrcp-<hash>.json unless told otherwise: a file per cluster and run, left
+    behind. Every client the harness makes keeps it in memory (``kube.InMemoryDiscovery``)."""
+    before = set(DISCOVERY_CACHE_DIR.glob("osrcp-*.json"))
+    yield
+    left = set(DISCOVERY_CACHE_DIR.glob("osrcp-*.json")) - before
+    assert not left, f"discovery cache files left behind: {sorted(map(str, left))[:3]}"
+
+
+DISCOVERY_CACHE_DIR = Path(tempfile.gettempdir())
