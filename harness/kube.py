@@ -60,7 +60,7 @@ class InMemoryDiscovery(LazyDiscoverer):
     cluster's list of APIs."""
 
     def __init__(self, dyn: dynamic.DynamicClient, cache_file: str | None = None) -> None:
-        super().__init__(dyn, _NOT_A_FILE)
+        super().__init__(dyn, _NOT_A_FILE)  # whatever file the client passes is not used
 
     def _write_cache(self) -> None:
         """Nothing is written; the discovered APIs live as long as the client."""
