@@ -50,49 +50,23 @@ def story(user: str) -> list[dict[str, Any]]:
     """Two workloads: a created 1.0, quota 1.5, nominated 2.0 (sent at 1.75); b created 3.0,
     quota 3.2, a refused nomination at 3.4, nominated 4.0 (sent at 3.5); plus a second,
     later nomination of a."""
+
+    def nominate(at: float, name: str, clusters: list[str], **kw: Any) -> dict[str, Any]:
+        status = {"nominatedClusterNames": clusters}
+        return entry(at, "patch", name, user=user, sub="status", status=status, **kw)
+
     return [
         entry(1.0, "create", "a", code=201),
         entry(1.5, "patch", "a", sub="status", status=QUOTA),
         entry(1.8, "get", "a", user=user),
         entry(1.9, "patch", "a", user=user),  # the dispatch state annotation
-        entry(
-            2.0,
-            "patch",
-            "a",
-            user=user,
-            sub="status",
-            status={"nominatedClusterNames": ["w1"]},
-            took=0.25,
-        ),
+        nominate(2.0, "a", ["w1"], took=0.25),
         entry(3.0, "create", "b", code=201),
         entry(3.2, "patch", "b", sub="status", status=QUOTA),
-        entry(
-            3.4,
-            "patch",
-            "b",
-            user=user,
-            sub="status",
-            code=409,
-            status={"nominatedClusterNames": ["w1"]},
-        ),
-        entry(
-            4.0,
-            "patch",
-            "b",
-            user=user,
-            sub="status",
-            status={"nominatedClusterNames": ["w1"]},
-            took=0.5,
-        ),
+        nominate(3.4, "b", ["w1"], code=409),
+        nominate(4.0, "b", ["w1"], took=0.5),
         entry(5.0, "watch", user=user, stage="ResponseStarted"),
-        entry(
-            6.0,
-            "patch",
-            "a",
-            user=user,
-            sub="status",
-            status={"nominatedClusterNames": ["w1", "w2"]},
-        ),
+        nominate(6.0, "a", ["w1", "w2"]),
     ]
 
 
