@@ -24,8 +24,8 @@ def _stamp(entry: Mapping[str, Any]) -> float | None:
 
 
 def _received(entry: Mapping[str, Any]) -> float | None:
-    """When the apiserver received the request (its stage stamp if that is missing)."""
-    return _time(entry.get("requestReceivedTimestamp")) or _stamp(entry)
+    """When the apiserver received the request."""
+    return _time(entry.get("requestReceivedTimestamp"))
 
 
 def _time(value: object) -> float | None:
@@ -116,9 +116,9 @@ def summarize(
             created.setdefault(_key(entry), t)
         if in_ns and reserves_quota(entry):
             reserved.setdefault(_key(entry), t)
-        if in_ns and nominates(entry) and _key(entry) not in nominated:
-            nominated[_key(entry)] = t
-            nomination_received[_key(entry)] = _received(entry) or t
+        if in_ns and nominates(entry) and (key := _key(entry)) not in nominated:
+            nominated[key] = t
+            nomination_received[key] = _received(entry) or t  # unstamped: all reaction
         if _is_workload_write(entry) and "nominatedClusterNames" in _request_status(entry):
             if not dispatcher_users or _user(entry) in dispatcher_users:
                 nomination_writes += 1

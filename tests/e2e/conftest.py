@@ -23,6 +23,9 @@ def selected_versions() -> versions.Versions:
     return v
 
 
+DISCOVERY_CACHE_DIR = Path(tempfile.gettempdir())  # where the client would put its files
+
+
 @pytest.fixture(autouse=True)
 def no_discovery_cache_left() -> Iterator[None]:
     """The kubernetes client's dynamic client caches API discovery in
@@ -32,6 +35,3 @@ def no_discovery_cache_left() -> Iterator[None]:
     yield
     left = set(DISCOVERY_CACHE_DIR.glob("osrcp-*.json")) - before
     assert not left, f"discovery cache files left behind: {sorted(map(str, left))[:3]}"
-
-
-DISCOVERY_CACHE_DIR = Path(tempfile.gettempdir())
