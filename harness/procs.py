@@ -141,6 +141,11 @@ class Supervisor:
         self.run_dir = run_dir
         self.log_dir = run_dir / "logs"
         self.log_dir.mkdir(mode=0o700, exist_ok=True)
+        # Temp files of the processes started here (a client's copies of the key and CA
+        # of its kubeconfig, say) stay in the private run directory and go with it: a
+        # process killed outright cannot remove them, and they are secrets.
+        self.temp_dir = run_dir / "tmp"
+        self.temp_dir.mkdir(mode=0o700, exist_ok=True)
         self.outlive_parent = outlive_parent
         self.procs: dict[str, Managed] = {}
         # clusters start their processes from parallel threads: one writer of procs at a time
@@ -156,7 +161,8 @@ class Supervisor:
         cwd: Path | None = None,
         layer: int = 0,
     ) -> Managed:
-        """Start argv with the harness's environment plus `env`, less the names in `unset`."""
+        """Start argv with the harness's environment plus `env`, less the names in `unset`;
+        TMPDIR is the run directory's unless `env` names one."""
         if name in self.procs and self.procs[name].alive():
             raise RuntimeError(f"process {name} is already running")
         log = self.log_dir / f"{name}.log"
@@ -166,7 +172,11 @@ class Supervisor:
             popen = spawn(
                 argv,
                 out,
-                env={k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset},
+                env={
+                    k: v
+                    for k, v in {**os.environ, "TMPDIR": str(self.temp_dir), **(env or {})}.items()
+                    if k not in unset
+                },
                 cwd=cwd,
                 outlive_parent=self.outlive_parent,
             )

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests import secrets_left
 
 # CI: the same examples on every run (derandomize), no example database, no deadline (a
 # loaded machine must not fail a case); HYPOTHESIS_PROFILE=explore for a longer, random
@@ -28,12 +31,31 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+_PEM_FILES_AT_START: set[Path] = set()
+_SECRETS_LEFT: list[Path] = []
+
+
+def _controller(session: pytest.Session) -> bool:
+    """The single process of a run, or a parallel run's controller (not its workers)."""
+    return not hasattr(session.config, "workerinput")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _controller(session):
+        _PEM_FILES_AT_START.update(secrets_left.pem_files())
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """In a parallel run's worker: hand this worker's tally of bad inputs to the controller."""
+    """In a parallel run's worker: hand this worker's tally of bad inputs to the controller.
+    In the controller: fail the session if its processes left key files in the temp dir."""
     from tests import bad_input
 
     if hasattr(session.config, "workeroutput"):
         session.config.workeroutput["badInput"] = bad_input.tally()
+    if _controller(session):
+        _SECRETS_LEFT.extend(secrets_left.left_since(_PEM_FILES_AT_START))
+        if _SECRETS_LEFT:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -49,3 +71,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
     for line in bad_input.summary():
         terminalreporter.write_line(line)
+    if _SECRETS_LEFT:
+        names = ", ".join(map(str, _SECRETS_LEFT[:5]))
+        terminalreporter.write_line(
+            f"FAILED: {len(_SECRETS_LEFT)} key or certificate file(s) left in the temp "
+            f"directory (a process that read a kubeconfig was killed outside its run "
+            f"directory's TMPDIR): {names}",
+            red=True,
+        )

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +71,21 @@ def test_death_at_start_names_the_log(tmp_path):
         and "address already in use" in message
     )
     assert "\n" not in message
+
+
+def test_temp_files_of_a_started_process_stay_in_the_run_directory(tmp_path):
+    """A kubernetes client writes its kubeconfig's key to a temp file and removes it at
+    exit; killed outright it cannot, so the file must be inside the (private) run dir."""
+    sup = procs.Supervisor(tmp_path)
+    script = "import tempfile; print(tempfile.mkstemp()[1])"
+    sup.start("writer", [sys.executable, "-c", script])
+    sup.start("told", [sys.executable, "-c", script], env={"TMPDIR": str(tmp_path)})
+    for name in ("writer", "told"):
+        sup.procs[name].popen.wait(timeout=10)
+    written = Path(sup.procs["writer"].log.read_text().strip())
+    assert written.parent == tmp_path / "tmp" and written.exists()
+    assert (tmp_path / "tmp").stat().st_mode & 0o777 == 0o700
+    assert Path(sup.procs["told"].log.read_text().strip()).parent == tmp_path  # its own
 
 
 def test_free_port_is_free_and_detects_use():
