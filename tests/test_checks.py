@@ -49,6 +49,19 @@ def escalating(*batches: tuple[float, str], place: tuple[float, str] | None = No
     return story.place(*place) if place else story
 
 
+def watched(*batches: tuple[float, float, str]) -> Story:
+    """created(0), then per (written, seen, cluster): the dispatcher's write adding the
+    cluster (audit log), beside a refused one and another workload's of the same names,
+    and the nomination as the recorder's watch saw it."""
+    story, names = Story().created(0), []
+    for written, seen, cluster in batches:
+        names.append(cluster)
+        story.write(written - 0.4, "dispatcher", code=422, names=list(names))
+        story.write(written - 0.2, "dispatcher", workload="ns/other", names=list(names))
+        story.write(written, "dispatcher", names=list(names)).nominate(seen, *names)
+    return story
+
+
 def revoked() -> Story:
     """Placed on w1 at 8; its capacity revoked at 20; the manager clears the placement at 30."""
     return (
@@ -424,6 +437,15 @@ CASES = [
         escalating((0.5, "w1"), (3, "w2")).provreq_state(2, "w1", "Failed"),
     ),
     fail("EXT-06", "premature", escalating((0.5, "w1"), (3, "w2")), "w2", "t=3.0s", "t=9.5s"),
+    # the recorder's watch saw w1's nomination 1.5 s after its write: the audit log's time
+    Case("EXT-06", "watched-late", watched((0.5, 2.0, "w1"), (10.6, 10.7, "w2"))),
+    fail(
+        "EXT-06",
+        "written-early",
+        watched((0.5, 0.6, "w1"), (8.0, 8.1, "w2")),
+        "t=8.0s",
+        "7.5s into round w1 of t=0.5s",
+    ),
     unclear("EXT-06", "single-round", escalating((0.5, "w1"), place=(3, "w1"))),
     # EXT-07 (config order w3, w1, w4, w2)
     Case("EXT-07", "config", escalating((0.5, "w3"), (10.5, "w1"), (20.5, "w4")), SHUFFLED),
