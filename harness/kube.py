@@ -25,6 +25,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from harness import rundir
 from harness.errors import UserError
 
 FIELD_MANAGER = "mkdc"
@@ -39,14 +40,21 @@ class NotYet(Exception):
 
 
 def api_client(kubeconfig: Path | str, context: str | None = None) -> client.ApiClient:
-    """A client for one kubeconfig; `context` None means its current-context."""
+    """A client for one kubeconfig; `context` None means its current-context. The client
+    copies the kubeconfig's key and certificates to files: for a kubeconfig of a run,
+    into that run's private temp directory."""
+    run = rundir.containing(kubeconfig)
+    files = str(rundir.temp_dir(run)) if run else None
+    cfg = client.Configuration()
     try:
-        api = config.new_client_from_config(config_file=str(kubeconfig), context=context)
+        config.load_kube_config(
+            str(kubeconfig), context, client_configuration=cfg, temp_file_path=files
+        )
     except Exception as exc:  # the client raises several types for a bad file
         where = f"{kubeconfig} (context {context})" if context else str(kubeconfig)
         raise UserError(f"kubeconfig {where} cannot be used: {exc}") from exc
-    api.configuration.retries = urllib3.Retry(total=0)
-    return api
+    cfg.retries = urllib3.Retry(total=0)
+    return client.ApiClient(cfg)
 
 
 def dynamic_client(api: client.ApiClient) -> dynamic.DynamicClient:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from harness import rundir
 from harness.errors import UserError
 
 PR_SET_PDEATHSIG = 1
@@ -141,11 +142,7 @@ class Supervisor:
         self.run_dir = run_dir
         self.log_dir = run_dir / "logs"
         self.log_dir.mkdir(mode=0o700, exist_ok=True)
-        # Temp files of the processes started here (a client's copies of the key and CA
-        # of its kubeconfig, say) stay in the private run directory and go with it: a
-        # process killed outright cannot remove them, and they are secrets.
-        self.temp_dir = run_dir / "tmp"
-        self.temp_dir.mkdir(mode=0o700, exist_ok=True)
+        self.temp_dir = rundir.temp_dir(run_dir)
         self.outlive_parent = outlive_parent
         self.procs: dict[str, Managed] = {}
         # clusters start their processes from parallel threads: one writer of procs at a time

@@ -608,7 +608,8 @@ def _pytest(
     # modules assert-rewritten, by every pytest it is installed beside: 1.4 to 1.7 CPU s
     # a start against 0.4 without, in each of a run's two or three pytest processes
     base += ["-p", "harness.testproc", "-p", "no:hypothesispytest"]
-    env = {**os.environ, SESSION_ENV: str(session_file)}
+    tmp = rundir.temp_dir(session_file.parent)  # what the run's processes leave goes with it
+    env = {**os.environ, SESSION_ENV: str(session_file), "TMPDIR": str(tmp)}
     shared = [*base, "-m", "not exclusive"]
     if parallel > 1:
         shared += ["-n", str(parallel)]

@@ -45,6 +45,29 @@ def create(prefix: str, *, detached: bool = False) -> Path:
     return path
 
 
+TEMP_DIR = "tmp"
+
+
+def temp_dir(path: Path) -> Path:
+    """The run's own temp directory (0700, made on first use): TMPDIR of every process it
+    starts, and where its kubernetes clients copy their kubeconfigs' keys. A process
+    killed outright cannot remove its temp files; here they go with the run directory."""
+    tmp = path / TEMP_DIR
+    tmp.mkdir(mode=0o700, exist_ok=True)
+    return tmp
+
+
+def containing(path: Path | str) -> Path | None:
+    """The run directory `path` lies in (a kubeconfig the harness wrote), if any."""
+    root = Path(tempfile.gettempdir()).resolve()
+    try:
+        first = Path(path).resolve().relative_to(root).parts[0]
+    except (ValueError, IndexError):
+        return None
+    run = root / first
+    return run if first.startswith(PREFIXES) and run.is_dir() else None
+
+
 CLEANUP_FILE = "cleanup.json"
 
 

@@ -138,3 +138,23 @@ def test_cleanup_the_run_did_itself_is_not_repeated(private_tmp: Path) -> None:
     rundir.drop_cleanup(left, ["/bin/sh", "-c", f"touch {marker}"])
     rundir.sweep(private_tmp)
     assert not marker.exists() and not left.exists()
+
+
+def test_a_client_for_a_runs_kubeconfig_keeps_its_key_files_in_the_run(private_tmp: Path) -> None:
+    """The client copies the kubeconfig's CA, certificate and key to files, and a process
+    killed outright leaves them: for a run's kubeconfig, inside the run directory."""
+    from harness import kube, pki
+
+    ca = pki.CertificateAuthority()
+    document = pki.kubeconfig(
+        "manager", "https://127.0.0.1:1", ca.cert_pem, ca.issue("mkdc-admin"), "mkdc-admin"
+    )
+    run = rundir.create("mkdc-run-")
+    path = pki.write_kubeconfig(run / "admin.kubeconfig", document)
+    elsewhere = pki.write_kubeconfig(private_tmp / "user.kubeconfig", document)
+    cfg = kube.api_client(path).configuration
+    files = {Path(cfg.ssl_ca_cert), Path(cfg.cert_file), Path(cfg.key_file)}
+    assert {f.parent for f in files} == {rundir.temp_dir(run)}
+    assert rundir.temp_dir(run).stat().st_mode & 0o777 == 0o700
+    assert rundir.containing(path) == run and rundir.containing(elsewhere) is None
+    assert rundir.containing("/etc/kubernetes/admin.conf") is None
