@@ -10,6 +10,26 @@ import pytest
 
 from harness import toolchain, versions
 
+# The e2e modules whose tests took longest in `make test` (its --durations), started first:
+# the e2e tests share the 2 cores in a parallel run, and a long one started last kept one
+# worker busy for a minute after the others ran out of tests.
+LONGEST_FIRST = (
+    "test_example_go.py",
+    "test_selftest_quick.py",
+    "test_faults.py",
+    "test_conformance_run.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest e2e modules first, the rest in collection order (a stable sort)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(
+        key=lambda item: (
+            rank.get(item.path.name, len(rank)) if "e2e" in item.path.parts else len(rank) + 1
+        )
+    )
+
 
 @pytest.fixture(scope="session")
 def selected_versions() -> versions.Versions:

@@ -14,6 +14,10 @@ from harness.report import verify_report
 from tests.e2e.mkdc_cli import assert_conforms, mkdc_run, report_of, results_of
 
 CORE_SUBSET = "CORE-01,CORE-03,CORE-04,CORE-07,CORE-08"
+# CORE-07 fails here only once its bound has passed, and the bound holds a placement slack
+# (60 s by default): 30 s still doubles what placing took in this test on a loaded machine,
+# and the test is about which check fails and why, not about the slack
+SLACK = "placement_slack=30s"
 
 
 @pytest.mark.e2e
@@ -29,7 +33,8 @@ def test_discovering_clusters_once_fails_only_the_config_change_and_says_why(
     selected_versions, tmp_path
 ) -> None:
     report_dir = tmp_path / "report"
-    proc = mkdc_run("example-go-discover-once", report_dir, "--checks", "CORE-04,CORE-07")
+    checks = ("--checks", "CORE-04,CORE-07", "--slack", SLACK)
+    proc = mkdc_run("example-go-discover-once", report_dir, *checks)
     assert proc.returncode == 1, proc.stderr[-3000:]
     report = report_of(report_dir)
     results = results_of(report)

@@ -18,6 +18,7 @@ def test_faulty_dispatchers_sharing_an_environment_are_each_rejected_by_their_ch
     selected_versions, tmp_path: Path
 ) -> None:
     argv = [sys.executable, "-m", "suites.selftest", "--quick", "--report-root", str(tmp_path)]
+    argv += ["--", "--workers", "3"]  # the fewest every quick scenario runs on (CORE-01's)
     proc = subprocess.run(
         argv, cwd=selftest.ROOT, capture_output=True, text=True, timeout=900, check=False
     )
