@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,15 @@ def mkdc_start(
     argv += ["--report-dir", str(report_dir), *args]
     with output.open("wb") as out:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def reference_variant(path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    """The reference's profile after `change` (which edits the document in place), written
+    to `path`: a dispatcher as a test needs it, the rest as shipped."""
+    doc = yaml.safe_load((PROFILES / "reference.yaml").read_text())
+    change(doc)
+    path.write_text(yaml.safe_dump(doc))
+    return path
 
 
 def report_of(report_dir: Path) -> dict[str, Any]:

@@ -8,9 +8,14 @@ user runs it, on checks whose scenarios take seconds with the reference's 10 s r
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from tests.e2e.mkdc_cli import PROFILES, assert_conforms, mkdc_run, report_of, results_of
+from tests.e2e.mkdc_cli import (
+    assert_conforms,
+    mkdc_run,
+    reference_variant,
+    report_of,
+    results_of,
+)
 
 QUICK = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07"
 # the fewest workers every scenario of these checks runs on (CORE-01's needs 3): each worker
@@ -40,11 +45,12 @@ SHAPE = {
 def test_a_vendor_shaped_environment_is_built_and_reported(selected_versions, tmp_path) -> None:
     """A dispatcher that assumes one fixed worker ClusterQueue, GPUs in a named flavor and
     the older API version gets that environment (scenarios then run one at a time)."""
-    doc = yaml.safe_load((PROFILES / "reference.yaml").read_text())
-    doc["metadata"]["name"] = "reference-gpu-shaped"
-    doc["spec"]["environment"] = SHAPE
-    profile = tmp_path / "shaped.yaml"
-    profile.write_text(yaml.safe_dump(doc))
+
+    def shaped(doc: dict) -> None:
+        doc["metadata"]["name"] = "reference-gpu-shaped"
+        doc["spec"]["environment"] = SHAPE
+
+    profile = reference_variant(tmp_path / "shaped.yaml", shaped)
     report_dir = tmp_path / "report"
     proc = mkdc_run(profile, report_dir, "--checks", "CORE-01,CORE-04", "--workers", WORKERS)
     assert proc.returncode == 0, proc.stderr[-3000:]

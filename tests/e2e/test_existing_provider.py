@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from harness import inventory
 from harness.providers.local import LocalProvider, running
-from tests.e2e.mkdc_cli import PROFILES, mkdc_run
+from tests.e2e.mkdc_cli import mkdc_run, reference_variant
 
 REFERENCE = "mkdc.example/reference"
 OTHER = "example.com/other"
@@ -52,8 +51,6 @@ def test_suite_passes_on_existing_clusters_and_leaves_nothing(selected_versions,
 
 def another_dispatcher(tmp_path: Path) -> Path:
     """The reference's profile under another dispatcherName."""
-    doc = yaml.safe_load((PROFILES / "reference.yaml").read_text())
-    doc["spec"]["dispatcherName"] = OTHER
-    path = tmp_path / "other.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    return reference_variant(
+        tmp_path / "other.yaml", lambda doc: doc["spec"].update(dispatcherName=OTHER)
+    )

@@ -17,25 +17,24 @@ import pytest
 import yaml
 
 from harness.report import verify_report
-from tests.e2e.mkdc_cli import PROFILES, mkdc, report_of, results_of
+from tests.e2e.mkdc_cli import mkdc, reference_variant, report_of, results_of
 
 VENV_PYTHON = str(Path(sys.prefix) / "bin" / "python")
 READ_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
 
 
 def secret_reader_profile(tmp_path: Path, rbac: dict | None) -> Path:
-    doc = yaml.safe_load((PROFILES / "reference.yaml").read_text())
-    doc["metadata"]["name"] = "secret-reader"
-    command = doc["spec"]["run"]["command"]
-    assert "--kubeconfig" not in command  # in-cluster config only
-    # its own virtualenv's interpreter, by path: a symlink whose target lacks the packages
-    doc["spec"]["run"]["command"] = [VENV_PYTHON, "-m", "tests.e2e.vendor_like.secret_reader"]
-    doc["spec"]["run"]["command"] += command[3:]
-    if rbac is not None:
-        doc["spec"]["run"]["rbac"] = rbac
-    path = tmp_path / "secret-reader.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    def secret_reader(doc: dict) -> None:
+        doc["metadata"]["name"] = "secret-reader"
+        command = doc["spec"]["run"]["command"]
+        assert "--kubeconfig" not in command  # in-cluster config only
+        # its own virtualenv's interpreter, by path: a symlink whose target lacks the packages
+        doc["spec"]["run"]["command"] = [VENV_PYTHON, "-m", "tests.e2e.vendor_like.secret_reader"]
+        doc["spec"]["run"]["command"] += command[3:]
+        if rbac is not None:
+            doc["spec"]["run"]["rbac"] = rbac
+
+    return reference_variant(tmp_path / "secret-reader.yaml", secret_reader)
 
 
 def run_dir(stderr: str) -> Path:
