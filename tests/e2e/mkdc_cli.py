@@ -44,10 +44,17 @@ def mkdc_start(
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
-def reference_variant(path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
-    """The reference's profile after `change` (which edits the document in place), written
-    to `path`: a dispatcher as a test needs it, the rest as shipped."""
-    doc = yaml.safe_load((PROFILES / "reference.yaml").read_text())
+def profile_variant(
+    path: Path, change: Callable[[dict[str, Any]], None], base: str = "reference"
+) -> Path:
+    """The built-in profile `base` after `change` (which edits the document in place),
+    written to `path`: a dispatcher as a test needs it, the rest as shipped. Paths the
+    profile gives relative to itself (spec.run.goBuild, {profile_dir}) are made absolute."""
+    text = (PROFILES / f"{base}.yaml").read_text().replace("{profile_dir}", str(PROFILES))
+    doc = yaml.safe_load(text)
+    run = doc["spec"].get("run") or {}
+    if "goBuild" in run:
+        run["goBuild"] = str((PROFILES / run["goBuild"]).resolve())
     change(doc)
     path.write_text(yaml.safe_dump(doc))
     return path

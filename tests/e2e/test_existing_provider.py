@@ -13,7 +13,7 @@ import pytest
 
 from harness import inventory
 from harness.providers.local import LocalProvider, running
-from tests.e2e.mkdc_cli import mkdc_run, reference_variant
+from tests.e2e.mkdc_cli import mkdc_run, profile_variant
 
 REFERENCE = "mkdc.example/reference"
 OTHER = "example.com/other"
@@ -51,6 +51,6 @@ def test_suite_passes_on_existing_clusters_and_leaves_nothing(selected_versions,
 
 def another_dispatcher(tmp_path: Path) -> Path:
     """The reference's profile under another dispatcherName."""
-    return reference_variant(
+    return profile_variant(
         tmp_path / "other.yaml", lambda doc: doc["spec"].update(dispatcherName=OTHER)
     )
