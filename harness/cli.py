@@ -18,6 +18,7 @@ from typing import NoReturn
 from harness import faults, progress, rundir, toolchain, versions
 from harness.durations import parse_duration
 from harness.errors import UserError, command_exit, shown, shown_path
+from harness.run import MAX_COUNT
 from harness.suite import load as load_suite
 from harness.userfiles import read_bytes
 
@@ -36,9 +37,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
-
-
-MAX_COUNT = 64  # workers or parallel scenarios: far more than a machine runs
 
 
 def _count(text: str) -> int:

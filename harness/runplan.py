@@ -6,9 +6,10 @@ A plan file is a YAML list, one mapping per run::
       checks: [CORE-01, CORE-02]            # optional, else --checks
       skipChecks: [CORE-09]                 # optional, else --skip-checks
       reportDir: reports/outside-config     # optional, else <--report-dir or reports>/<name>
+      workers: 3                            # optional, else --workers
 
-Every other setting (provider, workers, versions, slacks, ...) comes from the command
-line and is the same for every run. Runs that can share an environment do
+Every other setting (provider, versions, slacks, ...) comes from the command line and is
+the same for every run. Runs that can share an environment do
 (`harness.run.run_all`), in the order given.
 """
 
@@ -22,11 +23,11 @@ from typing import Any
 import yaml
 
 from harness.errors import UserError, shown, shown_path
-from harness.run import Options
+from harness.run import MAX_COUNT, Options
 from harness.userfiles import read_text
 
 MAX_PLAN_BYTES = 1 << 20
-KEYS = ("profile", "checks", "skipChecks", "reportDir")
+KEYS = ("profile", "checks", "skipChecks", "reportDir", "workers")
 
 
 def for_profiles(profiles: Sequence[str], base: Options, report_dir: str | None) -> list[Options]:
@@ -76,7 +77,18 @@ def _entry(label: str, item: Any, base: Options, root: Path) -> Options:
         report_dir=Path(folder),
         checks=_ids(label, item, "checks", base.checks),
         skip_checks=_ids(label, item, "skipChecks", base.skip_checks),
+        workers=_workers(label, item, base.workers),
     )
+
+
+def _workers(label: str, item: dict[str, Any], default: int | None) -> int | None:
+    """A run's own worker count: a whole number in 1..MAX_COUNT."""
+    if "workers" not in item:
+        return default
+    value = item["workers"]
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        raise UserError(f"{label}: workers must be a whole number from 1 to {MAX_COUNT}")
+    return value
 
 
 def _ids(label: str, item: dict[str, Any], key: str, default: tuple[str, ...]) -> tuple[str, ...]:

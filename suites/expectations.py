@@ -17,6 +17,7 @@ import pytest
 
 from harness import faults, progress, userfiles
 from harness.multikueue import API
+from harness.profile import Claims
 from harness.recording.timeline import Kind, Timeline
 from harness.scenario import Scenario
 from harness.session import Result, Session, current
@@ -69,6 +70,20 @@ def one_escalation(sc: Scenario) -> int:
     """Workers for a config whose last cluster is one escalation away: a full first batch
     (the claimed stepSize) plus one. A step of "all" has no escalation: two."""
     return (bounds(sc).step_size or 1) + 1
+
+
+# The most workers a scenario asks for by number (CORE-01: one outside the config and two
+# in it; EXT-07's order, EXT-08's timeouts, the failover and resilience scenarios); every
+# other asks for one_escalation or takes what there is (the fan-out scenarios).
+MOST_WORKERS_BY_NUMBER = 3
+
+
+def fewest_workers(claims: Claims) -> int:
+    """The fewest workers on which every scenario runs for these claims: a run on more
+    judges nothing more (the fan-out scenarios see a step too big on stepSize + 1), and
+    each worker is an apiserver and a Kueue more on the machine."""
+    step = claims.step_size if isinstance(claims.step_size, int) else 1
+    return max(MOST_WORKERS_BY_NUMBER, step + 1)
 
 
 def claimed_order(sc: Scenario, workers: list[str]) -> list[str]:

@@ -5,7 +5,8 @@
 A conformance suite is only as good as the dispatchers it rejects. For each faulty
 dispatcher (dispatchers/faulty/, profile ``faulty-<fault>``) this runs ``mkdc run`` on the
 checks it must fail (``kills``) plus a few it must pass (``controls``), reads report.yaml,
-and asserts that the kills failed, named in the report, and nothing else failed. Without
+and asserts that the kills failed, named in the report, and nothing else failed. Each run
+is on the fewest workers every scenario runs on for its claims (``fewest_workers``). Without
 ``--quick`` the reference and the built-in dispatchers must fail none of the union of those
 checks. A fault that survives is a hole in a check (fix the check, not the dispatcher).
 
@@ -30,10 +31,12 @@ from typing import Any
 import yaml
 
 from dispatchers.faulty.faults import FAULTS
+from harness.profile import load_profile
 from harness.run import Options
 from harness.run import plan as run_plan
 from harness.session import Result
 from suites.checks import CATALOGUE
+from suites.expectations import fewest_workers
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_ROOT = Path("reports/selftest")
@@ -43,7 +46,7 @@ MUST_FAIL_ANNOTATION = "mkdc.example/must-fail"  # faulty profiles repeat their 
 ANY = ("CORE-02", "CORE-05")  # judged on every scenario that runs: free controls
 QUICK = ("outside-config", "foreign-writer", "duplicate-names")  # fast scenarios, ~1 min each
 BASELINES = ("reference", "all-at-once", "incremental")
-BRING_UP_SECONDS = 60.0  # what a lane's new 1+4 environment costs it, beside other lanes
+BRING_UP_SECONDS = 60.0  # what a lane's new 1+3 or 1+4 environment costs it, beside other lanes
 
 # Checks no dispatcher can violate on its own, with why (so the table need not kill them).
 NOT_DISPATCHER_VIOLABLE: dict[str, str] = {
@@ -222,9 +225,9 @@ def run_lane(
         report_dir = report_root / exp.profile_name
         (report_dir / "report.yaml").unlink(missing_ok=True)  # never judge a stale one
         profile = profile_arg(exp, profile_dir)
-        entries.append(
-            {"profile": profile, "checks": list(exp.checks), "reportDir": str(report_dir)}
-        )
+        entry = {"profile": profile, "checks": list(exp.checks), "reportDir": str(report_dir)}
+        workers = None if gives_workers(extra) else workers_of(exp, profile_dir)
+        entries.append(entry if workers is None else {**entry, "workers": workers})
     report_root.mkdir(parents=True, exist_ok=True)
     plan_file = report_root / f"{plan_name}.yaml"
     plan_file.write_text(yaml.safe_dump(entries, sort_keys=False), encoding="utf-8")
@@ -320,9 +323,28 @@ def lanes(
     return [lane for lane in out if lane]
 
 
-def environment_of(exp: Expectation, profile_dir: Path | None = None) -> Hashable:
+def gives_workers(mkdc_args: Sequence[str]) -> bool:
+    """Whether the command line sets --workers for every run."""
+    return any(a == "--workers" or a.startswith("--workers=") for a in mkdc_args)
+
+
+def workers_of(exp: Expectation, profile_dir: Path | None = None) -> int | None:
+    """The fewest workers every scenario of the run runs on (``fewest_workers`` of its
+    claims); None where the profile names its clusters."""
+    profile = load_profile(profile_arg(exp, profile_dir))
+    return None if profile.environment.clusters else fewest_workers(profile.claims)
+
+
+def environment_of(
+    exp: Expectation, profile_dir: Path | None = None, extra: Sequence[str] = ()
+) -> Hashable:
     """Which environment the run needs (``harness.run.Plan.environment_key``)."""
-    options = Options(profile_arg(exp, profile_dir), report_dir=Path("reports") / exp.profile_name)
+    workers = None if gives_workers(extra) else workers_of(exp, profile_dir)
+    options = Options(
+        profile_arg(exp, profile_dir),
+        report_dir=Path("reports") / exp.profile_name,
+        workers=workers,
+    )
     return run_plan(options).environment_key() or exp.profile_name
 
 
@@ -403,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     split = lanes(
         runs,
         args.jobs,
-        lambda e: environment_of(e, args.profile_dir),
+        lambda e: environment_of(e, args.profile_dir, args.mkdc_args),
         lambda e: estimate(e, seconds),
     )
 

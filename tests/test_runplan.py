@@ -33,7 +33,7 @@ def test_a_plan_gives_each_run_its_checks_and_folder(tmp_path: Path) -> None:
     entries = [
         {"profile": "faulty-outside-config", "checks": ["CORE-01", "CORE-02"]},
         {"profile": "reference", "checks": "CORE-02, CORE-03", "reportDir": "r/ref"},
-        {"profile": "incremental", "skipChecks": ["CORE-09"]},
+        {"profile": "incremental", "skipChecks": ["CORE-09"], "workers": 4},
     ]
     plan_file.write_text(yaml.safe_dump(entries))
     runs = runplan.read(plan_file, BASE, "root")
@@ -48,6 +48,7 @@ def test_a_plan_gives_each_run_its_checks_and_folder(tmp_path: Path) -> None:
         Path("root/incremental"),
     ]
     assert runs[2].skip_checks == ("CORE-09",)
+    assert [r.workers for r in runs] == [None, None, 4]  # None: --workers, else the default
 
 
 def test_external_dispatchers_share_an_environment_and_built_ins_get_their_own(
@@ -80,6 +81,8 @@ BAD_PLANS = [
     ("- checks: [CORE-01]\n", "profile must name a profile"),
     ("- profile: reference\n  checks: 3\n", "checks must be a list"),
     ("- profile: reference\n  reportDir: ''\n", "reportDir must be a folder"),
+    ("- profile: reference\n  workers: 0\n", "workers must be a whole number"),
+    ("- profile: reference\n  workers: '3'\n", "workers must be a whole number"),
     ("[unclosed\n", "not YAML"),
     ("- profile: reference\n  checks: [CORE-99]\n", "unknown check id"),
     ("- profile: no-such-profile\n", "no-such-profile"),

@@ -4,6 +4,7 @@ from the claims and are never skipped for time."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -223,3 +224,46 @@ def test_an_extended_check_waits_for_the_full_run(session: Path) -> None:
     records = [json.loads(p.read_text()) for p in session.iterdir()]
     assert {r["check"] for r in records} == {"EXT-05", "EXT-06"}
     assert all(r["result"] == "skipped" and "--full" in r["message"] for r in records)
+
+
+def worker_needs(source: str) -> list[str]:
+    """What each `<scenario>.workers(...)` call in a suite module asks for: a whole number,
+    `one_escalation`, `all`, or what the call's arguments are when none of those."""
+    needs = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "workers":
+            continue
+        args = [*node.args, *(k.value for k in node.keywords if k.arg == "at_least")]
+        if not args:
+            needs.append("all")
+        for arg in args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+                needs.append(str(arg.value))
+            elif isinstance(arg, ast.Call) and getattr(arg.func, "id", "") == "one_escalation":
+                needs.append("one_escalation")
+            else:
+                needs.append(ast.unparse(arg))
+    return needs
+
+
+def test_fewest_workers_covers_what_every_scenario_asks_for() -> None:
+    """`fewest_workers` is stated, not computed (a scenario's need is known only as it
+    runs): each scenario's ask must be one it covers."""
+    asks = [
+        need
+        for module in sorted((Path(expectations.__file__).parent / "conformance").glob("*.py"))
+        for need in worker_needs(module.read_text())
+    ]
+    assert "one_escalation" in asks and str(expectations.MOST_WORKERS_BY_NUMBER) in asks
+    for need in asks:
+        assert need in {"all", "one_escalation"} or (
+            need.isdigit() and int(need) <= expectations.MOST_WORKERS_BY_NUMBER
+        ), f"a scenario asks for {need} workers: make fewest_workers cover it"
+
+
+@pytest.mark.parametrize(("step", "fewest"), [("all", 3), (1, 3), (2, 3), (3, 4), (5, 6)])
+def test_fewest_workers_is_stepsize_plus_one_and_at_least_three(step: object, fewest: int) -> None:
+    claims = SimpleNamespace(step_size=step)
+    assert expectations.fewest_workers(claims) == fewest  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -171,11 +172,14 @@ def test_earlier_outcomes_and_profiles_from_another_folder(tmp_path: Path) -> No
     earlier = selftest.earlier_outcomes(tmp_path, NAMES)
     assert [o.expectation.fault for o in earlier] == ["outside-config"] and earlier[0].ok
     assert selftest.earlier_outcomes(tmp_path, NAMES, ["faulty-outside-config"]) == []
+    elsewhere = tmp_path / "profiles"
+    elsewhere.mkdir()
+    shutil.copy(PROFILES / "faulty-outside-config.yaml", elsewhere)
     run_one(
-        EXPECTED["outside-config"], tmp_path / "y", NAMES, (), report_every_run(seen), Path("/p")
+        EXPECTED["outside-config"], tmp_path / "y", NAMES, (), report_every_run(seen), elsewhere
     )
     entries = yaml.safe_load(Path(seen[-1][seen[-1].index("--plan") + 1]).read_text())
-    assert entries[0]["profile"] == "/p/faulty-outside-config.yaml"
+    assert entries[0]["profile"] == str(elsewhere / "faulty-outside-config.yaml")
 
 
 def test_lanes_put_the_longest_first_and_keep_a_lanes_environments_together() -> None:
@@ -192,10 +196,24 @@ def test_lanes_put_the_longest_first_and_keep_a_lanes_environments_together() ->
 
 def test_the_faulty_dispatchers_and_the_reference_share_an_environment() -> None:
     external = {selftest.environment_of(e) for e in EXPECTED.values()}
-    baselines = plan_runs(False, (), selftest.BASELINES)[-3:]
-    assert len(external) == 1 and selftest.environment_of(baselines[0]) in external
-    assert selftest.environment_of(baselines[1]) == selftest.environment_of(baselines[2])
-    assert selftest.environment_of(baselines[1]) not in external
+    reference, all_at_once, incremental = plan_runs(False, (), selftest.BASELINES)[-3:]
+    assert len(external) == 1 and selftest.environment_of(reference) in external
+    assert selftest.environment_of(all_at_once) not in external  # Kueue's own dispatcher
+
+
+def test_each_run_gets_the_fewest_workers_its_scenarios_run_on(tmp_path: Path) -> None:
+    """Three (CORE-01's scenario), incremental four (its claimed stepSize 3, plus one);
+    none where --workers is given for every run."""
+    reference, all_at_once, incremental = plan_runs(False, (), selftest.BASELINES)[-3:]
+    seen: list[list[str]] = []
+    lane = [EXPECTED["outside-config"], reference, all_at_once, incremental]
+    run_lane(lane, tmp_path, NAMES, (), report_every_run(seen))
+    entries = yaml.safe_load(Path(seen[-1][seen[-1].index("--plan") + 1]).read_text())
+    assert [e["workers"] for e in entries] == [3, 3, 3, 4]
+    run_lane(lane, tmp_path, NAMES, ("--workers=5",), report_every_run(seen))
+    entries = yaml.safe_load(Path(seen[-1][seen[-1].index("--plan") + 1]).read_text())
+    assert all("workers" not in e for e in entries)
+    assert selftest.environment_of(all_at_once) != selftest.environment_of(incremental)
 
 
 def test_matrix_cell_shows_undecided_apart() -> None:
