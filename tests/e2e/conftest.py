@@ -9,26 +9,39 @@ from pathlib import Path
 import pytest
 
 from harness import toolchain, versions
+from tests import schedule
 
-# The e2e modules whose tests took longest in `make test` (its --durations), started first:
-# the e2e tests share the 2 cores in a parallel run, and a long one started last kept one
-# worker busy for a minute after the others ran out of tests.
-LONGEST_FIRST = (
-    "test_example_go.py",
-    "test_selftest_quick.py",
-    "test_faults.py",
-    "test_conformance_run.py",
-)
+# Seconds each e2e test took in a parallel `make test` (its --durations, 2026-12-04), for
+# the order below; a test not listed counts as DEFAULT_SECONDS.
+SECONDS = {
+    "test_discovering_clusters_once_fails_only_the_config_change_and_says_why": 130,
+    "test_faulty_dispatchers_sharing_an_environment_are_each_rejected_by_their_checks": 126,
+    "test_reference_conforms_on_the_quick_checks": 119,
+    "test_suite_passes_on_existing_clusters_and_leaves_nothing": 100,
+    "test_the_go_example_conforms_on_the_core_subset": 79,
+    "test_injected_environment_faults_are_never_blamed_on_the_dispatcher": 72,
+    "test_the_go_example_image_conforms_as_a_local_container": 71,
+    "test_a_vendor_shaped_environment_is_built_and_reported": 60,
+    "test_without_the_privilege_it_cannot_start_and_with_it_it_runs_as_in_a_pod": 45,
+    "test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory": 44,
+    "test_job_runs_on_exactly_one_worker_under_each_built_in_dispatcher": 42,
+    "test_reference_nominates_and_explains_in_an_event": 27,
+}
+DEFAULT_SECONDS = 60.0
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest e2e modules first, the rest in collection order (a stable sort)."""
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(
-        key=lambda item: (
-            rank.get(item.path.name, len(rank)) if "e2e" in item.path.parts else len(rank) + 1
-        )
-    )
+@pytest.hookimpl(trylast=True)  # after -m and -k took theirs out: the slices are of the rest
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each xdist worker's first slice starts with its share of the e2e tests
+    (``tests.schedule``); the unit tests fill the slices in collection order."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+
+    def seconds(item: pytest.Item) -> float | None:
+        if "e2e" not in item.path.parts:
+            return None
+        return float(SECONDS.get(item.originalname, DEFAULT_SECONDS))  # type: ignore[attr-defined]
+
+    items[:] = schedule.deal(items, workers, seconds)
 
 
 @pytest.fixture(scope="session")
