@@ -67,9 +67,15 @@ def skip_if_slow(sc: Scenario, seconds: float, limit: float = 150.0) -> None:
 
 
 def one_escalation(sc: Scenario) -> int:
-    """Workers for a config whose last cluster is one escalation away: a full first batch
-    (the claimed stepSize) plus one. A step of "all" has no escalation: two."""
-    return (bounds(sc).step_size or 1) + 1
+    """Workers for a config whose last cluster is one escalation away (``escalation_workers``
+    of the claimed step)."""
+    return escalation_workers(bounds(sc).step_size)
+
+
+def escalation_workers(step_size: int | None) -> int:
+    """A full first batch (the claimed stepSize) plus one. A step of "all" (None) has no
+    escalation: two."""
+    return (step_size or 1) + 1
 
 
 # The most workers a scenario asks for by number (CORE-01: one outside the config and two
@@ -82,8 +88,8 @@ def fewest_workers(claims: Claims) -> int:
     """The fewest workers on which every scenario runs for these claims: a run on more
     judges nothing more (the fan-out scenarios see a step too big on stepSize + 1), and
     each worker is an apiserver and a Kueue more on the machine."""
-    step = claims.step_size if isinstance(claims.step_size, int) else 1
-    return max(MOST_WORKERS_BY_NUMBER, step + 1)
+    step = claims.step_size if isinstance(claims.step_size, int) else None
+    return max(MOST_WORKERS_BY_NUMBER, escalation_workers(step))
 
 
 def claimed_order(sc: Scenario, workers: list[str]) -> list[str]:

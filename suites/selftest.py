@@ -226,7 +226,7 @@ def run_lane(
         (report_dir / "report.yaml").unlink(missing_ok=True)  # never judge a stale one
         profile = profile_arg(exp, profile_dir)
         entry = {"profile": profile, "checks": list(exp.checks), "reportDir": str(report_dir)}
-        workers = None if gives_workers(extra) else workers_of(exp, profile_dir)
+        workers = workers_of(exp, profile_dir, extra)
         entries.append(entry if workers is None else {**entry, "workers": workers})
     report_root.mkdir(parents=True, exist_ok=True)
     plan_file = report_root / f"{plan_name}.yaml"
@@ -323,14 +323,14 @@ def lanes(
     return [lane for lane in out if lane]
 
 
-def gives_workers(mkdc_args: Sequence[str]) -> bool:
-    """Whether the command line sets --workers for every run."""
-    return any(a == "--workers" or a.startswith("--workers=") for a in mkdc_args)
-
-
-def workers_of(exp: Expectation, profile_dir: Path | None = None) -> int | None:
+def workers_of(
+    exp: Expectation, profile_dir: Path | None = None, mkdc_args: Sequence[str] = ()
+) -> int | None:
     """The fewest workers every scenario of the run runs on (``fewest_workers`` of its
-    claims); None where the profile names its clusters."""
+    claims); None where ``mkdc_args`` set --workers for every run or the profile names its
+    clusters."""
+    if any(a == "--workers" or a.startswith("--workers=") for a in mkdc_args):
+        return None
     profile = load_profile(profile_arg(exp, profile_dir))
     return None if profile.environment.clusters else fewest_workers(profile.claims)
 
@@ -339,11 +339,10 @@ def environment_of(
     exp: Expectation, profile_dir: Path | None = None, extra: Sequence[str] = ()
 ) -> Hashable:
     """Which environment the run needs (``harness.run.Plan.environment_key``)."""
-    workers = None if gives_workers(extra) else workers_of(exp, profile_dir)
     options = Options(
         profile_arg(exp, profile_dir),
         report_dir=Path("reports") / exp.profile_name,
-        workers=workers,
+        workers=workers_of(exp, profile_dir, extra),
     )
     return run_plan(options).environment_key() or exp.profile_name
 

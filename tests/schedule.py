@@ -30,9 +30,15 @@ def deal(items: Sequence[T], workers: int, seconds: Callable[[T], float | None])
     """``items`` reordered for ``workers`` worksteal workers: the timed ones (``seconds``
     not None) dealt longest first, each onto the slice expected to finish first, each
     slice then filled with the untimed ones in their order. One worker: longest first."""
-    timed = [(s, i) for i in items if (s := seconds(i)) is not None]
+    timed: list[tuple[float, T]] = []
+    untimed: list[T] = []
+    for item in items:
+        secs = seconds(item)
+        if secs is None:
+            untimed.append(item)
+        else:
+            timed.append((secs, item))
     timed.sort(key=lambda pair: pair[0], reverse=True)
-    untimed = [i for i in items if seconds(i) is None]
     sizes = slices(len(items), max(1, workers))
     lanes: list[list[T]] = [[] for _ in sizes]
     totals = [0.0] * len(sizes)

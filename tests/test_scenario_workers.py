@@ -257,6 +257,12 @@ def test_fewest_workers_covers_what_every_scenario_asks_for() -> None:
         for need in worker_needs(module.read_text())
     ]
     assert "one_escalation" in asks and str(expectations.MOST_WORKERS_BY_NUMBER) in asks
+    # what it must catch: a number above the figure, or an ask it cannot read
+    assert worker_needs("sc.workers(4)\nsc.workers(at_least=n + 1)\nsc.workers()") == [
+        "4",
+        "n + 1",
+        "all",
+    ]
     for need in asks:
         assert need in {"all", "one_escalation"} or (
             need.isdigit() and int(need) <= expectations.MOST_WORKERS_BY_NUMBER

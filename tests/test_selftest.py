@@ -196,7 +196,7 @@ def test_lanes_put_the_longest_first_and_keep_a_lanes_environments_together() ->
 
 def test_the_faulty_dispatchers_and_the_reference_share_an_environment() -> None:
     external = {selftest.environment_of(e) for e in EXPECTED.values()}
-    reference, all_at_once, incremental = plan_runs(False, (), selftest.BASELINES)[-3:]
+    reference, all_at_once, _ = plan_runs(False, (), selftest.BASELINES)[-3:]
     assert len(external) == 1 and selftest.environment_of(reference) in external
     assert selftest.environment_of(all_at_once) not in external  # Kueue's own dispatcher
 
