@@ -104,6 +104,20 @@ def test_the_dispatchers_run_is_the_scaling_curves_last_point_when_it_fits():
     assert [r["workers"] for r in bench.with_point(scaling, None)["runs"]] == [4, 8]
 
 
+def test_a_new_dispatchers_run_replaces_the_curves_point_from_the_one_before():
+    own = bench.workers_of("harness.tools.bench_scaling --workers 4,8 --workloads 1000")
+    assert own == {4, 8}
+    curve = bench.with_point({"runs": [_run(8, 0.8), _run(4, 0.4)]}, _run(20, 2.0))
+    renewed = bench.with_point(curve, _run(20, 1.5), own)["runs"]
+    assert [(r["workers"], _p99(r)) for r in renewed] == [(4, 0.4), (8, 0.8), (20, 1.5)]
+    # without the scaling runs' own counts, a point already there stays (as before)
+    assert [_p99(r) for r in bench.with_point(curve, _run(20, 1.5))["runs"]] == [0.4, 0.8, 2.0]
+
+
+def _p99(run: dict[str, Any]) -> float:
+    return float(run["dispatchers"]["reference"]["audit"]["timeToFirstNominationSeconds"]["p99"])
+
+
 def test_the_scaling_picture_comes_with_its_points_as_a_table():
     section = {"command": "x", "figures": {"runs": [_run(4, 0.4), _run(20, 2.0)]}}
     lines = bench.scaling_lines(section)

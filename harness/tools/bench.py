@@ -97,20 +97,44 @@ def run(only: Sequence[str], quick: bool, figures: Path = FIGURES) -> dict[str, 
             raise SystemExit(f"bench: {section} failed (exit {proc.returncode}); figures kept")
         measured = json.loads(proc.stdout)
         if section == "scaling":
-            measured = with_point(measured, (doc.get("dispatchers") or {}).get("figures"))
-            runs = measured["runs"]
-            bench_scaling.plot(bench_scaling.curves(runs), SCALING, bench_scaling.title(runs))
+            measured = scaling_with(measured, (doc.get("dispatchers") or {}).get("figures"))
+        elif section == "dispatchers" and "scaling" in doc:  # the curve's point at its count
+            scaling = doc["scaling"]
+            own = workers_of(scaling["command"])
+            scaling["figures"] = scaling_with(scaling["figures"], measured, own)
         doc[section] = {"command": " ".join(argv[2:]), "machine": machine(), "figures": measured}
         figures.parent.mkdir(parents=True, exist_ok=True)
         figures.write_text(json.dumps(doc, indent=2) + "\n")  # after each: a crash keeps it
     return doc
 
 
-def with_point(scaling: dict[str, Any], dispatchers: dict[str, Any] | None) -> dict[str, Any]:
+def scaling_with(
+    scaling: dict[str, Any], dispatchers: dict[str, Any] | None, own: set[int] | None = None
+) -> dict[str, Any]:
+    """``with_point``, and the picture drawn again from the result."""
+    merged = with_point(scaling, dispatchers, own)
+    runs = merged["runs"]
+    bench_scaling.plot(bench_scaling.curves(runs), SCALING, bench_scaling.title(runs))
+    return merged
+
+
+def workers_of(command: str) -> set[int]:
+    """The worker counts a benchmark command line measured (its ``--workers`` list)."""
+    words = command.split()
+    return {int(w) for w in words[words.index("--workers") + 1].split(",")}
+
+
+def with_point(
+    scaling: dict[str, Any], dispatchers: dict[str, Any] | None, own: set[int] | None = None
+) -> dict[str, Any]:
     """The scaling runs plus the dispatchers section's run as one more point, when it
     measured the same workloads at a worker count the scaling runs left out (the
-    20-worker point costs three 21-cluster environments: measured once, used twice)."""
+    20-worker point costs three 21-cluster environments: measured once, used twice).
+    ``own``: the counts the scaling runs measured themselves (default: every run's); a run
+    at another count is an earlier dispatchers run's point, which the new one replaces."""
     runs = list(scaling.get("runs") or [])
+    if own is not None:
+        runs = [r for r in runs if int(r["workers"]) in own]
     counts = {int(r["workers"]) for r in runs}
     workloads = {r.get("workloads") for r in runs}
     if (
