@@ -40,7 +40,8 @@ unit: setup
 
 # The Go example's unit tests, then in one parallel pytest run: Python's unit tests, the
 # e2e tests against real clusters and a few faulty dispatchers the suite must reject
-# (TEST_JOBS=4 was no faster: 5 min 34 s against 5 min 24 s and 6 min 1 s for 3).
+# (TEST_JOBS=4 was no faster: 5 min 34 s against 5 min 24 s and 6 min 1 s for 3; with the kind
+# smoke beside them 6 min 36 s against 6 min 24 s and 6 min 53 s).
 # The kind smoke runs beside them, its output held until they end. Its clusters' control
 # planes run in Docker's cgroup, which the kernel weighs as one task against each of the
 # local runs' processes: at equal priority they starved it into TLS handshake timeouts, so

@@ -105,7 +105,7 @@ def test_the_dispatchers_run_is_the_scaling_curves_last_point_when_it_fits():
 
 
 def test_a_new_dispatchers_run_replaces_the_curves_point_from_the_one_before():
-    own = bench.workers_of("harness.tools.bench_scaling --workers 4,8 --workloads 1000")
+    own = bench.worker_counts("harness.tools.bench_scaling --workers 4,8 --workloads 1000")
     assert own == {4, 8}
     curve = bench.with_point({"runs": [_run(8, 0.8), _run(4, 0.4)]}, _run(20, 2.0))
     renewed = bench.with_point(curve, _run(20, 1.5), own)["runs"]

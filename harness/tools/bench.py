@@ -100,7 +100,7 @@ def run(only: Sequence[str], quick: bool, figures: Path = FIGURES) -> dict[str, 
             measured = scaling_with(measured, (doc.get("dispatchers") or {}).get("figures"))
         elif section == "dispatchers" and "scaling" in doc:  # the curve's point at its count
             scaling = doc["scaling"]
-            own = workers_of(scaling["command"])
+            own = worker_counts(scaling["command"])
             scaling["figures"] = scaling_with(scaling["figures"], measured, own)
         doc[section] = {"command": " ".join(argv[2:]), "machine": machine(), "figures": measured}
         figures.parent.mkdir(parents=True, exist_ok=True)
@@ -118,7 +118,7 @@ def scaling_with(
     return merged
 
 
-def workers_of(command: str) -> set[int]:
+def worker_counts(command: str) -> set[int]:
     """The worker counts a benchmark command line measured (its ``--workers`` list)."""
     words = command.split()
     return {int(w) for w in words[words.index("--workers") + 1].split(",")}
