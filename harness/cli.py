@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness import faults, progress, rundir, toolchain, versions
+from harness.counts import MAX_COUNT, valid_count
 from harness.durations import parse_duration
 from harness.errors import UserError, command_exit, shown, shown_path
-from harness.run import MAX_COUNT
 from harness.suite import load as load_suite
 from harness.userfiles import read_bytes
 
@@ -42,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
 def _count(text: str) -> int:
     """--workers, -n: a whole number in 1..MAX_COUNT (a billion workers would be tried)."""
     value = int(text) if re.fullmatch(r"[0-9]{1,6}", text) else 0  # not "1_0", "٣", "1e3"
-    if not 1 <= value <= MAX_COUNT:
+    if not valid_count(value):
         raise argparse.ArgumentTypeError(
             f"must be a whole number from 1 to {MAX_COUNT}, got {shown(text)}"
         )

@@ -52,7 +52,6 @@ from harness.suite import load as load_suite
 SESSION_FILE = "session.json"
 REPORT_MARKERS = frozenset({"report.yaml", "results"})  # what says a folder is a report
 DEFAULT_WORKERS = 4
-MAX_COUNT = 64  # workers or parallel scenarios: far more than a machine runs
 NO_RECORD = (
     "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
     "marked with @pytest.mark.checks for it, or that scenario was not collected)"

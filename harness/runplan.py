@@ -22,8 +22,9 @@ from typing import Any
 
 import yaml
 
+from harness.counts import MAX_COUNT, valid_count
 from harness.errors import UserError, shown, shown_path
-from harness.run import MAX_COUNT, Options
+from harness.run import Options
 from harness.userfiles import read_text
 
 MAX_PLAN_BYTES = 1 << 20
@@ -86,7 +87,7 @@ def _workers(label: str, item: dict[str, Any], default: int | None) -> int | Non
     if "workers" not in item:
         return default
     value = item["workers"]
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+    if not valid_count(value):
         raise UserError(f"{label}: workers must be a whole number from 1 to {MAX_COUNT}")
     return value
 

@@ -329,10 +329,17 @@ def workers_of(
     """The fewest workers every scenario of the run runs on (``fewest_workers`` of its
     claims); None where ``mkdc_args`` set --workers for every run or the profile names its
     clusters."""
-    if any(a == "--workers" or a.startswith("--workers=") for a in mkdc_args):
+    if any(_sets_workers(a) for a in mkdc_args):
         return None
     profile = load_profile(profile_arg(exp, profile_dir))
     return None if profile.environment.clusters else fewest_workers(profile.claims)
+
+
+def _sets_workers(arg: str) -> bool:
+    """``--workers``, ``--workers=N``, or an abbreviation `mkdc run` takes for it
+    (``--w 5``: argparse's prefix matching)."""
+    flag = arg.split("=", 1)[0]
+    return len(flag) > len("--") and "--workers".startswith(flag)
 
 
 def environment_of(

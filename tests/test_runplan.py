@@ -83,6 +83,8 @@ BAD_PLANS = [
     ("- profile: reference\n  reportDir: ''\n", "reportDir must be a folder"),
     ("- profile: reference\n  workers: 0\n", "workers must be a whole number"),
     ("- profile: reference\n  workers: '3'\n", "workers must be a whole number"),
+    ("- profile: reference\n  workers: 65\n", "workers must be a whole number"),
+    ("- profile: reference\n  workers: true\n", "workers must be a whole number"),
     ("[unclosed\n", "not YAML"),
     ("- profile: reference\n  checks: [CORE-99]\n", "unknown check id"),
     ("- profile: no-such-profile\n", "no-such-profile"),

@@ -213,6 +213,9 @@ def test_each_run_gets_the_fewest_workers_its_scenarios_run_on(tmp_path: Path) -
     run_lane(lane, tmp_path, NAMES, ("--workers=5",), report_every_run(seen))
     entries = yaml.safe_load(Path(seen[-1][seen[-1].index("--plan") + 1]).read_text())
     assert all("workers" not in e for e in entries)
+    for given in (["--workers", "5"], ["--work=5"], ["--w", "5"]):
+        assert selftest.workers_of(reference, None, given) is None, given
+    assert selftest.workers_of(reference, None, ["--", "-n", "2", "--checks", "CORE-01"]) == 3
     assert selftest.environment_of(all_at_once) != selftest.environment_of(incremental)
 
 
