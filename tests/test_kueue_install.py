@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness import kueue_install, toolchain, versions
+from harness.kube import load_documents
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +100,55 @@ def test_each_cluster_gets_its_own_webhook_port_from_the_shared_parse(manifests)
         ]
 
     assert url(first).endswith(":9555/convert") and url(second).endswith(":9666/convert")
+
+
+def test_schemas_lose_their_descriptions_and_nothing_else():
+    schema = {
+        "type": "object",
+        "description": "a Workload",
+        "properties": {
+            "description": {"type": "string", "description": "a field named description"},
+            "tags": {"type": "array", "items": {"type": "string", "description": "one tag"}},
+            "labels": {"type": "object", "additionalProperties": {"description": "v"}},
+            "either": {"anyOf": [{"type": "integer", "description": "n"}, {"type": "string"}]},
+            "open": {"type": "object", "additionalProperties": True},
+        },
+        "dependencies": {"a": ["b"]},
+        "x-kubernetes-validations": [{"rule": "self.a == 1", "message": "m"}],
+    }
+    assert kueue_install.without_descriptions(schema) == {
+        "type": "object",
+        "properties": {
+            "description": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "labels": {"type": "object", "additionalProperties": {}},
+            "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "open": {"type": "object", "additionalProperties": True},
+        },
+        "dependencies": {"a": ["b"]},
+        "x-kubernetes-validations": [{"rule": "self.a == 1", "message": "m"}],
+    }
+
+
+def test_the_installed_crds_keep_every_rule_and_lose_every_description(manifests):
+    def count(node, key: str) -> int:
+        if isinstance(node, dict):
+            return (key in node and isinstance(node[key], str)) + sum(
+                count(v, key) for v in node.values()
+            )
+        return sum(count(v, key) for v in node) if isinstance(node, list) else 0
+
+    shipped = load_documents(manifests.kueue_crds / "kueue.x-k8s.io_workloads.yaml")[0]
+    [installed] = [
+        d
+        for d in kueue_install.crds(manifests, webhook_port=9555, ca_pem=b"ca")
+        if d["metadata"]["name"] == "workloads.kueue.x-k8s.io"
+    ]
+
+    def schemas(crd):  # printer columns keep theirs: they are not schemas
+        return [v["schema"] for v in crd["spec"]["versions"]]
+
+    assert count(schemas(shipped), "description") > 1000
+    assert count(schemas(installed), "description") == 0
+    assert count(installed, "rule") == count(shipped, "rule") > 30
+    assert [v["name"] for v in installed["spec"]["versions"]] == ["v1beta1", "v1beta2"]

@@ -63,12 +63,24 @@ NODE_CAPACITY = {"cpu": "64", "memory": "256Gi", "pods": "250"}  # each fake nod
 
 # The Go collector's pacing for the processes whose heap is large: a kube-apiserver holds
 # ~165 MiB live (mostly OpenAPI documents of the built-in and Kueue types) and, at Go's
-# default GOGC=100, grows to twice that before collecting. GOGC=50 collects at 1.5x: 65 to
-# 100 MiB less per apiserver (1+20: 15.0 -> 13.3 GiB RSS), for about 5 % longer bring-up
-# at 1+20 and none measurable at 1+4 (`python -m harness.tools.bench_up`).
+# default GOGC=100, grows to twice that before collecting. GOGC=50 collects at 1.5x: about
+# 90 MiB less per apiserver (1+20: 15.0 -> 13.3 GiB RSS), for a fifth more apiserver CPU
+# (1+3 coming up: 15.0-16.6 CPU s at the default, 18.4-20.9 at 50, `python -m
+# harness.tools.bench_up`). Memory is the limit only for many clusters: environments from
+# LEAN_GC_CLUSTERS clusters up collect at 1.5x, smaller ones (the e2e tests, `make e2e`),
+# where the two cores are the limit, at Go's default. etcd, one for all clusters, always.
 # Safe: it changes when garbage is collected, never what any server does; no hard limit
 # (GOMEMLIMIT) is set, so a server under load is never starved into collecting nonstop.
-GO_RUNTIME = {"apiserver": {"GOGC": "50"}, "etcd": {"GOGC": "50"}}
+LEAN_GC = {"GOGC": "50"}
+LEAN_GC_CLUSTERS = 10
+
+
+def go_runtime(kind: str, clusters: int) -> dict[str, str]:
+    """The Go runtime's environment for one process of this kind in an environment of
+    `clusters` clusters."""
+    if kind == "etcd" or (kind == "apiserver" and clusters >= LEAN_GC_CLUSTERS):
+        return LEAN_GC
+    return {}
 
 
 @dataclass
@@ -322,7 +334,7 @@ class LocalProvider:
     def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         assert self.supervisor is not None
         self.argv[name] = argv
-        env = {**GO_RUNTIME.get(process_kind(name), {}), **(env or {})}
+        env = {**go_runtime(process_kind(name), len(self.clusters)), **(env or {})}
         self.env[name] = env
         self.supervisor.start(name, argv, env=env, layer=_layer(name))
 

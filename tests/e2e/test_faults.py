@@ -41,7 +41,8 @@ def test_injected_environment_faults_are_never_blamed_on_the_dispatcher(
     proc = mkdc_run(
         "reference",
         report_dir,
-        *("--checks", DISTURBED, "--inject", FAULT_ORDER),
+        # on the fewest workers both scenarios run on (the reference's stepSize 1, plus one)
+        *("--checks", DISTURBED, "--workers", "2", "--inject", FAULT_ORDER),
         *("--inject-every", "6s", "--inject-downtime", "3s"),
     )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
