@@ -214,14 +214,3 @@ def test_a_process_kind_is_found_whatever_hyphens_the_cluster_name_has():
     assert process_kind("gpu-reserved-cluster-apiserver") == "apiserver"
     assert process_kind("worker3-kueue") == "kueue"
     assert process_kind("etcd") == "etcd"
-
-
-def test_apiservers_collect_at_gos_default_pace_until_memory_is_the_limit():
-    from harness.providers.local import LEAN_GC_CLUSTERS, go_runtime
-
-    assert go_runtime("apiserver", 4) == {}  # the two cores are the limit
-    assert go_runtime("apiserver", LEAN_GC_CLUSTERS - 1) == {}
-    assert go_runtime("apiserver", LEAN_GC_CLUSTERS) == {"GOGC": "50"}
-    assert go_runtime("apiserver", 21) == {"GOGC": "50"}  # 1+20 within 8 GiB
-    assert go_runtime("etcd", 2) == {"GOGC": "50"}  # one for every cluster
-    assert go_runtime("kueue", 21) == {}

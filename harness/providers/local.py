@@ -63,24 +63,14 @@ NODE_CAPACITY = {"cpu": "64", "memory": "256Gi", "pods": "250"}  # each fake nod
 
 # The Go collector's pacing for the processes whose heap is large: a kube-apiserver holds
 # ~165 MiB live (mostly OpenAPI documents of the built-in and Kueue types) and, at Go's
-# default GOGC=100, grows to twice that before collecting. GOGC=50 collects at 1.5x: about
-# 90 MiB less per apiserver (1+20: 15.0 -> 13.3 GiB RSS), for a fifth more apiserver CPU
-# (1+3 coming up: 15.0-16.6 CPU s at the default, 18.4-20.9 at 50, `python -m
-# harness.tools.bench_up`). Memory is the limit only for many clusters: environments from
-# LEAN_GC_CLUSTERS clusters up collect at 1.5x, smaller ones (the e2e tests, `make e2e`),
-# where the two cores are the limit, at Go's default. etcd, one for all clusters, always.
+# default GOGC=100, grows to twice that before collecting. GOGC=75 collects at 1.75x:
+# measured with `python -m harness.tools.bench_up`, 1+20 came up in 71.9 s on 113.5
+# apiserver CPU seconds and 7.2 GiB PSS at 75, 70.9 s, 109.8 s and 8.4 GiB at 100, 81.1 s,
+# 132.1 s and 6.6 GiB at 50 (1+3: 14.8-15.9 apiserver CPU seconds at 75, 13.4-16.2 at
+# 100, 17.1-17.3 at 50): about the CPU of Go's default, with 1+20 within 8 GiB.
 # Safe: it changes when garbage is collected, never what any server does; no hard limit
 # (GOMEMLIMIT) is set, so a server under load is never starved into collecting nonstop.
-LEAN_GC = {"GOGC": "50"}
-LEAN_GC_CLUSTERS = 10
-
-
-def go_runtime(kind: str, clusters: int) -> dict[str, str]:
-    """The Go runtime's environment for one process of this kind in an environment of
-    `clusters` clusters."""
-    if kind == "etcd" or (kind == "apiserver" and clusters >= LEAN_GC_CLUSTERS):
-        return LEAN_GC
-    return {}
+GO_RUNTIME = {"apiserver": {"GOGC": "75"}, "etcd": {"GOGC": "75"}}
 
 
 @dataclass
@@ -334,7 +324,7 @@ class LocalProvider:
     def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         assert self.supervisor is not None
         self.argv[name] = argv
-        env = {**go_runtime(process_kind(name), len(self.clusters)), **(env or {})}
+        env = {**GO_RUNTIME.get(process_kind(name), {}), **(env or {})}
         self.env[name] = env
         self.supervisor.start(name, argv, env=env, layer=_layer(name))
 
