@@ -110,7 +110,8 @@ def test_a_normal_key_wakes_a_general_worker_while_a_kept_one_waits_too() -> Non
     """Both wait on one condition: the normal key must not be lost on the kept worker."""
     q = WorkQueue()
     got: dict[str, str | None] = {}
-    kept = threading.Thread(target=lambda: got.update(kept=q.get(5.0, urgent_only=True)))
+    # the kept worker still waits when the key comes (at 0.1 s), and gives up at 1.5 s
+    kept = threading.Thread(target=lambda: got.update(kept=q.get(1.5, urgent_only=True)))
     general = threading.Thread(target=lambda: got.update(general=q.get(5.0)))
     kept.start()
     general.start()
