@@ -350,6 +350,22 @@ CASES = [
         .provreq(13, "w2"),
         bounds=NO_PROV_CLAIM,
     ),
+    Case(  # as recorded on Kueue v0.19.2: w2's request re-created while the loser's copy went,
+        # 90 ms before the manager recorded the placement: still one worker autoscaling
+        "EXT-02",
+        "cumulative-same-worker-re-created-before-placement",
+        Story()
+        .created(0)
+        .nominate(0.2, "w1")
+        .provreq(0.2, "w1", until=24.36)
+        .nominate(10.2, "w1", "w2")
+        .provreq(10.25, "w2", until=24.347)
+        .nominate(20.2, "w1", "w2", "w3")
+        .provreq(20.35, "w3")
+        .provreq(24.347, "w2", until=24.363)
+        .place(24.437, "w3"),
+        bounds=NO_PROV_CLAIM,
+    ),
     fail(
         "EXT-02",
         "cumulative-two-added-in-one-round",
@@ -359,14 +375,14 @@ CASES = [
         .nominate(3, "w1", "w2")
         .provreq(12, "w1")
         .provreq(22, "w2"),
-        "2 ProvisioningRequests started within one round from t=1.2s",
+        "ProvisioningRequests started on 2 workers within one round from t=1.2s",
         bounds=NO_PROV_CLAIM,
     ),
     fail(
         "EXT-02",
         "cumulative-two-in-one-round",
         Story().provreq(1, "w1").provreq(3, "w2"),
-        "2 ProvisioningRequests started within one round",
+        "ProvisioningRequests started on 2 workers within one round",
         "w1,w2",
         bounds=NO_PROV_CLAIM,
     ),
