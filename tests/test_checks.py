@@ -366,6 +366,30 @@ CASES = [
         .place(24.437, "w3"),
         bounds=NO_PROV_CLAIM,
     ),
+    Case(  # the same moment against a claim of 1: w3's request still live when w2's came
+        "EXT-02",
+        "claim-loser-re-created-after-winner-admitted",
+        Story()
+        .created(0)
+        .nominate(20.2, "w3")
+        .provreq(20.35, "w3")
+        .admitted(23.33, "w3")
+        .provreq(24.347, "w2", until=24.363)
+        .place(24.437, "w3"),
+    ),
+    fail(  # a copy admitted on w3 long before, then evicted and placed nowhere: w2's counts
+        "EXT-02",
+        "claim-admitted-earlier-episode-does-not-excuse",
+        Story()
+        .created(0)
+        .admitted(2, "w3")
+        .place(3, "w3")
+        .place(5, "")
+        .provreq(6, "w3")
+        .provreq(8, "w2")
+        .place(20, "w3"),
+        "2 ProvisioningRequests at once at t=8.0s on w3,w2",
+    ),
     fail(
         "EXT-02",
         "cumulative-two-added-in-one-round",

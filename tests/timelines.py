@@ -95,6 +95,10 @@ class Story:
     def reserve(self, t: float, cluster: str, reserved: bool = True) -> Story:
         return self.add(t, Kind.COPY_RESERVED, cluster, reserved=reserved)
 
+    def admitted(self, t: float, cluster: str) -> Story:
+        """The worker's Kueue admitted the copy (it won; the manager records it later)."""
+        return self.add(t, Kind.COPY_ADMITTED, cluster)
+
     def copy_evicted(self, t: float, cluster: str) -> Story:
         return self.add(t, Kind.COPY_EVICTED, cluster, reason="Preempted")
 

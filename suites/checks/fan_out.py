@@ -97,10 +97,13 @@ def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
     did): Kueue takes from one to several seconds to create one after the nomination, so
     creation times alone would blame the dispatcher for Kueue's latency. No request at
     all is inconclusive.
-    A request created on a worker while the workload is placed on another is Kueue
-    removing the losing copy (v0.17.1 re-creates one for an instant), not a dispatch."""
+    A request created on a worker once another worker's copy won (was admitted, then
+    placed) is Kueue removing the losing copy (it re-creates one for an instant, before
+    the manager records the placement on v0.19.2), not a dispatch."""
     spans = [
-        s for s in provisioning_intervals(tl) if placed_at(tl, s.start) in (None, cluster_of(s.key))
+        s
+        for s in provisioning_intervals(tl)
+        if placed_at(tl, s.start, from_admission=True) in (None, cluster_of(s.key))
     ]
     if not spans:
         return Verdict.unclear("no ProvisioningRequest was created")

@@ -151,8 +151,15 @@ def first_nomination(tl: Timeline) -> Event | None:
     return next((e for e in tl.where(Kind.NOMINATION) if names(e)), None)
 
 
-def placement_episodes(tl: Timeline) -> list[tuple[float, str, float]]:
-    """(placed at, cluster, until): until a PLACEMENT clearing it, or infinity."""
+def placement_episodes(
+    tl: Timeline, *, from_admission: bool = False
+) -> list[tuple[float, str, float]]:
+    """(placed at, cluster, until): until a PLACEMENT clearing it, or infinity.
+
+    ``from_admission``: an episode starts when the winning copy was admitted on its worker
+    (its last COPY_ADMITTED since the previous episode), not when the manager recorded the
+    placement: the manager's Kueue removes the losing copies from that moment, and under
+    load records clusterName a second or more later."""
     out: list[tuple[float, str, float]] = []
     for e in tl.where(Kind.PLACEMENT):
         cluster = e.about_cluster
@@ -160,12 +167,20 @@ def placement_episodes(tl: Timeline) -> list[tuple[float, str, float]]:
             out[-1] = (out[-1][0], out[-1][1], e.t)
         if cluster:
             out.append((e.t, cluster, INF))
+    if from_admission:
+        admitted, previous_end = tl.where(Kind.COPY_ADMITTED), -INF
+        for i, (start, cluster, until) in enumerate(out):
+            won = [a.t for a in admitted if a.cluster == cluster and previous_end <= a.t <= start]
+            out[i] = (max(won, default=start), cluster, until)
+            previous_end = until
     return out
 
 
-def placed_at(tl: Timeline, t: float) -> str | None:
-    """The cluster the workload is placed on at instant t, if any."""
-    return next((c for s, c, u in placement_episodes(tl) if s <= t < u), None)
+def placed_at(tl: Timeline, t: float, *, from_admission: bool = False) -> str | None:
+    """The cluster the workload is placed on at instant t, if any (``from_admission``: as
+    in ``placement_episodes``)."""
+    episodes = placement_episodes(tl, from_admission=from_admission)
+    return next((c for s, c, u in episodes if s <= t < u), None)
 
 
 def end_of(tl: Timeline, bounds: Bounds) -> float:
