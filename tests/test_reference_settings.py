@@ -12,6 +12,7 @@ from dispatchers.reference.settings import (
     load_settings,
     parse_duration,
 )
+from harness.profile import available_profiles, load_profile
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -196,3 +197,36 @@ def test_one_thread_is_always_left_for_escalations() -> None:
         load_settings(["--workers", "8", "--first-dispatch-workers", "8"]).kept_for_first_dispatch
         == 7
     )
+
+
+REFERENCE_MAIN = ("python", "-m", "dispatchers.reference")
+
+
+def _reference_profiles() -> list[str]:
+    return [
+        name
+        for name in available_profiles()
+        if (run := load_profile(name).run) and run.command[:3] == REFERENCE_MAIN
+    ]
+
+
+def test_profiles_of_the_reference_are_found() -> None:
+    assert {"reference", "reference-ha"} <= set(_reference_profiles())
+
+
+@pytest.mark.parametrize("name", _reference_profiles())
+def test_a_reference_profile_claims_what_its_flags_make_the_dispatcher_do(
+    name: str, tmp_path: Path
+) -> None:
+    """In cumulative mode every earlier nominee keeps its copy, and so its live
+    ProvisioningRequest: the dispatcher bounds how many workers start autoscaling per
+    round (stepSize), not how many hold a request at once, so it claims no
+    maxConcurrentProvisioning (reference-ha claimed 1 and failed EXT-02 on a real run)."""
+    profile = load_profile(name)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("")
+    settings = load_settings(profile.render_command(kubeconfig)[3:])
+    assert profile.claims.step_size == settings.step
+    assert profile.claims.round_timeout == settings.round_timeout
+    if settings.mode == "cumulative":
+        assert profile.claims.max_concurrent_provisioning is None
