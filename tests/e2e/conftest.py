@@ -12,21 +12,21 @@ from harness import toolchain, versions
 from tests import schedule
 
 # Seconds each e2e test took in a parallel `make test` beside the kind smoke (its
-# --durations, 2026-12-04 18:05), for the order below; a test not listed counts as
+# --durations, 2026-12-04 21:09), for the order below; a test not listed counts as
 # DEFAULT_SECONDS.
 SECONDS = {
-    "test_discovering_clusters_once_fails_only_the_config_change_and_says_why": 150,
-    "test_faulty_dispatchers_sharing_an_environment_are_each_rejected_by_their_checks": 149,
-    "test_reference_conforms_on_the_quick_checks": 131,
-    "test_suite_passes_on_existing_clusters_and_leaves_nothing": 87,
-    "test_injected_environment_faults_are_never_blamed_on_the_dispatcher": 80,
-    "test_the_go_example_conforms_on_the_core_subset": 79,
-    "test_the_go_example_image_conforms_as_a_local_container": 51,
-    "test_without_the_privilege_it_cannot_start_and_with_it_it_runs_as_in_a_pod": 47,
-    "test_a_vendor_shaped_environment_is_built_and_reported": 43,
-    "test_job_runs_on_exactly_one_worker_under_each_built_in_dispatcher": 31,
-    "test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory": 31,
-    "test_reference_nominates_and_explains_in_an_event": 20,
+    "test_faulty_dispatchers_sharing_an_environment_are_each_rejected_by_their_checks": 139,
+    "test_discovering_clusters_once_fails_only_the_config_change_and_says_why": 135,
+    "test_reference_conforms_on_the_quick_checks": 115,
+    "test_the_go_example_conforms_on_the_core_subset": 73,
+    "test_injected_environment_faults_are_never_blamed_on_the_dispatcher": 71,
+    "test_suite_passes_on_existing_clusters_and_leaves_nothing": 67,
+    "test_the_go_example_image_conforms_as_a_local_container": 42,
+    "test_without_the_privilege_it_cannot_start_and_with_it_it_runs_as_in_a_pod": 37,
+    "test_a_vendor_shaped_environment_is_built_and_reported": 37,
+    "test_job_runs_on_exactly_one_worker_under_each_built_in_dispatcher": 30,
+    "test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory": 21,
+    "test_reference_nominates_and_explains_in_an_event": 19,
 }
 DEFAULT_SECONDS = 60.0
 
