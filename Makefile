@@ -7,6 +7,10 @@ PROFILE ?= reference
 PROVIDER ?= local
 REPORT_DIR ?= reports/$(PROFILE)
 GO_EXAMPLE := dispatchers/example-go
+# -trimpath as `mkdc bins` builds Kueue and the suite builds the example: the example's
+# dependencies are then in Go's build cache already (on a fresh machine the first
+# `go vet` otherwise compiled them again: 2 min 11 s against 30 s)
+GO_BUILD_FLAGS := -trimpath
 
 .PHONY: setup bins kind-bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
 
@@ -33,7 +37,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	@test -z "$$(gofmt -l $(GO_EXAMPLE))" || { gofmt -l $(GO_EXAMPLE); echo "gofmt: run gofmt -w $(GO_EXAMPLE)"; exit 1; }
-	cd $(GO_EXAMPLE) && go vet ./...
+	cd $(GO_EXAMPLE) && go vet $(GO_BUILD_FLAGS) ./...
 
 unit: setup
 	$(BIN)/pytest tests -m "not e2e" -q
@@ -50,7 +54,7 @@ TEST_JOBS ?= 3
 LOCAL_NICE ?= 10
 KIND_SMOKE := tests/e2e/test_kind_smoke.py
 test: kind-bins lint
-	cd $(GO_EXAMPLE) && go test ./...
+	cd $(GO_EXAMPLE) && go test $(GO_BUILD_FLAGS) ./...
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	echo "kind smoke: started beside the other tests; its output follows theirs"; \
 	$(BIN)/pytest $(KIND_SMOKE) -q -rfE -p no:cacheprovider >"$$log" 2>&1 & kind=$$!; \

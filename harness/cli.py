@@ -126,7 +126,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for component in toolchain.components(v):
         built = toolchain.is_built(component)
         state = "ok" if built else "missing (fix: mkdc bins)"
-        print(f"{component.key:24} {state}  {toolchain.bin_dir(component)}")
+        print(f"{component.key:32} {state}  {toolchain.bin_dir(component)}")
         problems += not built
     try:
         m = toolchain.manifests(v) if go else None
