@@ -25,6 +25,7 @@ from suites.checks import CATALOGUE, MAX_NOMINATIONS, Bounds, created_at, first_
 NEVER_NOMINATED_AFTER = 30.0  # seconds pending with no nomination before it counts
 QUIET_AFTER = 30.0  # seconds of dispatcher silence (at least) that count as stopped
 CONFLICTS_PER_WORKLOAD = 5  # 409s on one workload beyond a re-read-and-retry
+CONFLICT_SHARE = 0.1  # or 409s on this share of all its writes (at least 5 of them)
 STORM_FACTOR, STORM_MIN = 5.0, 20  # writes per workload beyond factor x what claims need
 NOT_DECIDED = (Result.FAILED, Result.UNDECIDED)
 
@@ -384,37 +385,86 @@ _NAMES_ERROR = re.compile(r"status\.nominatedClusterNames: [^,\]]+")
 
 def writes_refused(run: Run) -> Finding | None:
     """Writes refused as invalid (422, 400), denied by a webhook (403 "admission webhook"),
-    or conflicting (409) far more often than a re-read-and-retry explains. A write refused
-    for too many names is nomination_list_too_long's."""
+    or conflicting (409) more often than now and then: on one workload again and again, or
+    on a share of all writes. A write refused for too many names is
+    nomination_list_too_long's. The 409s are told apart by what followed each: a GET of
+    the Workload (a re-read) or the next write without one (a retry from its cache)."""
     refused: Counter[tuple[int, str]] = Counter()
     where: dict[str, View] = {}
+    conflicts: Counter[str] = Counter()
+    conflicted: dict[str, View] = {}
+    writes = reread = retried = 0
     for v in run.views:
-        conflicts: Counter[str] = Counter()
         for e in run.writes(v.timeline):
             code, message = e.code, e.message
+            writes += 1
             if code == 409:
+                if not conflicts[e.workload]:
+                    r, b = _after_conflicts(run, v.timeline.of(e.workload))
+                    reread, retried = reread + r, retried + b
                 conflicts[e.workload] += 1
+                conflicted.setdefault(v.name, v)
             elif _too_long(e):
                 continue
             elif code in (400, 422) or (code == 403 and "admission webhook" in message):
                 refused[(code, _NAME_IN_MESSAGE.sub(r'\1 "…"', message) or "no message")] += 1
                 where.setdefault(v.name, v)
-        for workload, n in conflicts.items():
-            if n >= CONFLICTS_PER_WORKLOAD:
-                refused[(409, f"{workload}: {n} conflicts")] += n
-                where.setdefault(v.name, v)
+    total = sum(conflicts.values())
+    worst, most = conflicts.most_common(1)[0] if conflicts else ("", 0)
+    many = most >= CONFLICTS_PER_WORKLOAD or (
+        total >= CONFLICTS_PER_WORKLOAD and total >= CONFLICT_SHARE * writes
+    )
+    if many:
+        said = (
+            f"{total} of {writes} writes ({100 * total // writes} %), up to {most} on one "
+            f"workload ({worst}); {reread} followed by a GET of the Workload, {retried} by "
+            "the next write without one"
+        )
+        refused[(409, said)] = total
+        where.update(conflicted)
     if not refused:
         return None
     lines = [f"{code} x{n}: {message}" for (code, message), n in refused.most_common(5)]
     more = f" (and {len(refused) - 5} more kinds)" if len(refused) > 5 else ""
+    advice = (
+        "A 422 or a webhook's 403 is Kueue or the API saying the write is wrong (read the message)"
+    )
+    if many and retried > reread:
+        advice += (
+            "; 409s retried without a GET in between mean the dispatcher retries from a "
+            "stale copy (its cache lags the API): re-read the Workload before retrying"
+        )
+    elif many:
+        advice += (
+            "; 409s each followed by a GET are re-read before the retry, as they should be, "
+            "but each cost a write and a read: the writes started from a copy the Workload "
+            "had moved past, another writer's change (Kueue's, in a burst) or the "
+            "dispatcher's own previous write, not yet in its cache (writing again from "
+            "the object a write returns avoids those)"
+        )
     detail = (
         f"{sum(refused.values())} write(s) to Workloads were refused: {'; '.join(lines)}"
-        f"{more}. A 422 or a webhook's 403 is Kueue or the API saying the write is wrong "
-        "(read the message); repeated 409s mean the dispatcher writes from a stale copy "
-        "and must re-read the Workload before retrying."
+        f"{more}. {advice}."
     )
     title = "Writes refused by the API or Kueue"
     return run.finding("writes-refused", title, detail, list(where.values()))
+
+
+def _after_conflicts(run: Run, tl: Timeline) -> tuple[int, int]:
+    """Of a workload's refused writes with 409: how many the dispatcher followed with a GET
+    of it, and how many with its next write and no GET before."""
+    reread = retried = 0
+    conflict = False
+    for e in tl.where(Kind.READ, Kind.WRITE):
+        if (run.users and e.user not in run.users) or not e.workload:
+            continue  # another's request, or a list or watch of all Workloads
+        if e.kind is Kind.READ:
+            reread += conflict
+            conflict = False
+        else:
+            retried += conflict
+            conflict = e.code == 409
+    return reread, retried
 
 
 def stopped_reconciling(run: Run) -> Finding | None:

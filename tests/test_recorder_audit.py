@@ -1,12 +1,18 @@
 """Reading the manager's audit log: dispatcher writes become WRITE events, its lists and
-watches of Workloads READ events."""
+watches of Workloads environment READ events, its GETs of one that workload's READ."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from harness.providers.local import AUDIT_POLICY
-from harness.recording.recorder import audit_events, audit_forbidden, audit_read, audit_write
+from harness.recording.recorder import (
+    audit_events,
+    audit_forbidden,
+    audit_get,
+    audit_read,
+    audit_write,
+)
 from harness.recording.timeline import Kind
 
 ENTRY = {
@@ -119,6 +125,28 @@ def test_a_get_of_a_workload_is_not_a_write() -> None:
     # the audit policy logs every request of a dispatcher identity now, reads included
     assert audit_write({**ENTRY, "verb": "get"}) is None
     assert "message" not in written(ENTRY)[1]
+
+
+def test_a_get_of_a_workload_is_that_workloads_read_when_the_dispatcher_made_it() -> None:
+    get = {
+        **ENTRY,
+        "verb": "get",
+        "objectRef": {"resource": "workloads", "namespace": "ns", "name": "wl"},
+    }
+    assert audit_get(get) == ("ns/wl", {"user": ME, "verb": "get"})
+    assert audit_get({**get, "stage": "ResponseStarted"}) is None
+    assert audit_get(ENTRY) is None and audit_get(LIST) is None  # a write; a list (no name)
+    assert audit_read(get) is None  # not a list or watch: it does not say "back after a restart"
+    assert audit_events(get, {ME}) == [(Kind.READ, "ns/wl", {"user": ME, "verb": "get"})]
+    assert audit_events(get, {"someone-else"}) == []
+
+
+def test_the_audit_policy_logs_workload_reads_by_anyone() -> None:
+    """A dispatcher outside Kueue's namespace too: its lists and watches say when it is
+    back after a restart, its GETs whether it re-read a Workload after a 409."""
+    (reads,) = [r for r in AUDIT_POLICY["rules"] if "list" in r.get("verbs", [])]
+    assert reads["verbs"] == ["list", "watch", "get"] and "userGroups" not in reads
+    assert reads["resources"] == [{"group": "kueue.x-k8s.io", "resources": ["workloads"]}]
 
 
 def test_the_audit_policy_logs_every_request_of_a_dispatcher_identity() -> None:

@@ -56,7 +56,9 @@ class FakeKube:
             self.conflicts -= 1
             self.wl["metadata"]["resourceVersion"] += "0"  # someone else wrote
             raise ApiException(status=409, reason="Conflict")
-        assert body["metadata"]["resourceVersion"] == self.wl["metadata"]["resourceVersion"]
+        if body["metadata"]["resourceVersion"] != self.wl["metadata"]["resourceVersion"]:
+            self.calls.append(("refused", body["metadata"]["resourceVersion"]))
+            raise ApiException(status=409, reason="Conflict")  # written from a stale copy
         self.wl["metadata"]["resourceVersion"] = str(
             int(self.wl["metadata"]["resourceVersion"]) + 1
         )
@@ -236,6 +238,42 @@ def test_conflict_rereads_and_retries() -> None:
     kube.conflicts = 1
     reconcile(kube)
     assert [c[0] for c in kube.calls] == ["get", "status", "event"]
+
+
+def test_before_the_watch_brings_its_own_write_a_decision_reads_what_it_returned() -> None:
+    """The cache still holds the version the write superseded: deciding from it wrote the
+    same nominees again from a version already gone, refused (409) and read again."""
+    kube = FakeKube(workload())
+    ctl = controller(kube)
+    ctl.reconcile("ns/job-a")
+    assert [c[0] for c in kube.calls] == ["status"]
+    ctl.reconcile("ns/job-a")  # the cache has not seen the write
+    assert [c[0] for c in kube.calls] == ["status"]
+    # the watch brings a newer version, another writer's: the cache decides again
+    kube.wl["status"]["nominatedClusterNames"] = None
+    kube.wl["metadata"]["resourceVersion"] += "7"
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    ctl.reconcile("ns/job-a")
+    assert [c[0] for c in kube.calls] == ["status", "status"]
+    assert not [c for c in kube.calls if c[0] in ("refused", "get")]
+
+
+def test_the_state_and_the_nominees_written_one_after_the_other_both_stand() -> None:
+    """In kueue-admission mode the state annotation goes first, then the nominees; the
+    watch brings the first while the second is on its way, and the reconcile it queues
+    reads what the second returned: no write again, no 409, no GET."""
+    kube = FakeKube(workload())
+    before = copy.deepcopy(kube.wl)
+    ctl = controller(kube, settings=replace(SETTINGS, write_mode="kueue-admission"))
+    ctl.reconcile("ns/job-a")
+    assert [c[0] for c in kube.calls] == ["annotation", "status"]
+    annotated = copy.deepcopy(before)  # the version the watch brings first
+    annotated["metadata"]["annotations"] = dict(kube.wl["metadata"]["annotations"])
+    annotated["metadata"]["resourceVersion"] = str(int(kube.wl["metadata"]["resourceVersion"]) - 1)
+    ctl.informers["workloads"].cache["ns/job-a"] = annotated
+    kube.calls.clear()
+    ctl.reconcile("ns/job-a")
+    assert kube.calls == []
 
 
 def test_foreign_placed_and_standby_are_never_written() -> None:

@@ -224,6 +224,10 @@ class Controller:
         # if annotated while that annotation stands, with their exact round start
         # (managedFields give whole seconds); a restart re-derives them
         self.unwritten: dict[str, tuple[str | None, policy.DispatchState]] = {}
+        # what our last write of a workload returned, and the resourceVersions our writes
+        # superseded: until the watch brings it, decisions read it instead of the cached
+        # copy, whose next write would start from a version already gone (a certain 409)
+        self.own_writes: dict[str, tuple[frozenset[str], Mapping[str, Any]]] = {}
         self._inputs: dict[str, str] = {}  # kind/key -> what decisions read of that object
         self._inputs_lock = threading.Lock()
         self._leading = False
@@ -288,6 +292,7 @@ class Controller:
         if kind == "DELETED":
             self.last_cluster.pop(key, None)
             self.unwritten.pop(key, None)
+            self.own_writes.pop(key, None)
             return
         placed = (obj.get("status") or {}).get("clusterName")
         if placed and self.last_cluster.get(key) != placed:
@@ -365,7 +370,7 @@ class Controller:
     def _reconcile_key(self, key: str) -> float | None:
         queued = self.queue.waited(key)
         self.kube.take_timings()  # from here on: this reconcile's requests, for the log
-        workload = self.informers["workloads"].get(key)
+        workload = self._newest(key, self.informers["workloads"].get(key))
         for _ in range(MAX_CONFLICTS):
             if workload is None or not self.may_write():
                 return None
@@ -433,12 +438,14 @@ class Controller:
         # a first dispatch's state is always implied by its status (see ``rounds_written``).
         if annotate:
             body = writes.annotation_write(current, self.settings.state_annotation, text)
-            current = self.kube.patch_workload(ns, name, body, self.settings.field_manager)
+            written = self.kube.patch_workload(ns, name, body, self.settings.field_manager)
+            current = self._wrote(key, current, written)
         if before != d.nominees:
             ctype, body, params = writes.status_write(
                 self.settings.write_mode, current, d.nominees, self.settings.field_manager
             )
-            current = self.kube.patch_workload_status(ns, name, ctype, body, params)
+            written = self.kube.patch_workload_status(ns, name, ctype, body, params)
+            current = self._wrote(key, current, written)
             self.metrics.nominations.labels(self.settings.write_mode).inc()
             if not before and d.nominees and d.state.round == 1:
                 self.metrics.first_nomination.observe(_age(workload, now))
@@ -469,6 +476,29 @@ class Controller:
             self.events.emit(current, "Failover" if p.failure else "Nominated", d.reason)
         return d.requeue_after
 
+    def _wrote(
+        self, key: str, base: Mapping[str, Any], written: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """Remember what a write from ``base`` returned (see ``_newest``); returns it."""
+        superseded = self.own_writes.get(key, (frozenset(), written))[0]
+        self.own_writes[key] = (superseded | {_version(base)}, written)
+        return written
+
+    def _newest(self, key: str, cached: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The cached copy, or what our last write returned while the cache still holds a
+        version that write superseded. In a burst the watch brought our first write (the
+        state annotation) while the second was on its way, and the reconcile it queued
+        wrote the same nominees again from that copy: refused with 409 and read again,
+        on 234 of 1010 writes."""
+        mine = self.own_writes.get(key)
+        if cached is None or mine is None:
+            return cached
+        superseded, written = mine
+        if _version(cached) in superseded:
+            return written
+        self.own_writes.pop(key, None)  # the cache has it, or a newer version: it decides
+        return cached
+
     def _with_unwritten_state(self, key: str, workload: Mapping[str, Any]) -> Mapping[str, Any]:
         """``workload`` as a decision reads it: with the state we left unwritten, unless
         the annotation changed since (another replica, leading meanwhile, wrote it)."""
@@ -479,6 +509,10 @@ class Controller:
         meta = {**workload["metadata"], "annotations": dict(annotations)}
         meta["annotations"][self.settings.state_annotation] = state.to_json()
         return {**workload, "metadata": meta}
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _decision_inputs(obj: Mapping[str, Any]) -> str:

@@ -45,9 +45,10 @@ AUDIT_POLICY: dict[str, Any] = {
                 {"group": "kueue.x-k8s.io", "resources": ["workloads", "workloads/status"]}
             ],
         },
-        {  # when a (re)started dispatcher is back: its first list or watch of Workloads
+        {  # when a (re)started dispatcher is back: its first list or watch of Workloads;
+            # a GET of one: whether it re-read a Workload its write was refused for (409)
             "level": "Metadata",
-            "verbs": ["list", "watch"],
+            "verbs": ["list", "watch", "get"],
             "resources": [{"group": "kueue.x-k8s.io", "resources": ["workloads"]}],
         },
         {  # every other request of a dispatcher's identity: what it was refused (403)

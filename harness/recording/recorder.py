@@ -195,6 +195,18 @@ def audit_read(entry: dict[str, Any]) -> dict[str, Any] | None:
     return {"user": _username(entry), "verb": verb}
 
 
+def audit_get(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(workload key, READ data) for a completed GET of one Workload, else None: what tells
+    a dispatcher that re-reads after a refused write from one that retries from its cache."""
+    ref = entry.get("objectRef") or {}
+    if ref.get("resource") != "workloads" or not ref.get("name"):
+        return None
+    if (entry.get("verb"), entry.get("stage")) != ("get", "ResponseComplete"):
+        return None
+    key = f"{ref.get('namespace', '')}/{ref['name']}"
+    return key, {"user": _username(entry), "verb": "get"}
+
+
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 AUTHZ_DECISION = "authorization.k8s.io/decision"
 
@@ -253,7 +265,8 @@ def audit_events(
     entry: dict[str, Any], dispatcher_users: set[str] | frozenset[str]
 ) -> list[tuple[Kind, str, dict[str, Any]]]:
     """(kind, workload key, data) of what one audit entry says about the dispatcher: a
-    READ, a WRITE (refused ones too), a FORBIDDEN. Others' reads and refusals tell nothing
+    READ (a list or watch of Workloads; a GET of one is that workload's), a WRITE (refused
+    ones too), a FORBIDDEN. Others' reads and refusals tell nothing
     about it; without known dispatcher users every write counts (a built-in dispatcher)."""
     out: list[tuple[Kind, str, dict[str, Any]]] = []
     forbidden = audit_forbidden(entry)
@@ -262,6 +275,9 @@ def audit_events(
     read = audit_read(entry)
     if read is not None and read["user"] in dispatcher_users:
         out.append((Kind.READ, "", read))
+    got = audit_get(entry)
+    if got is not None and got[1]["user"] in dispatcher_users:
+        out.append((Kind.READ, *got))
     written = audit_write(entry)
     if written is not None and (not dispatcher_users or written[1]["user"] in dispatcher_users):
         out.append((Kind.WRITE, *written))

@@ -30,7 +30,7 @@ class Kind(enum.StrEnum):
     WORKLOAD_DELETED = "WorkloadDeleted"
     # API requests seen in the manager's audit log
     WRITE = "Write"  # data: user, verb, subresource, code (int), changed (bool)
-    READ = "Read"  # a dispatcher listed or watched Workloads (environment): data: user, verb
+    READ = "Read"  # a dispatcher listed or watched Workloads (environment), or got one: user, verb
     # a dispatcher request that authorization refused (403; environment unless a Workload):
     # data: user, verb, resource (group/resource[/subresource]), namespace, name
     FORBIDDEN = "Forbidden"
