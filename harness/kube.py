@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,6 +35,12 @@ T = TypeVar("T")
 # The client logs every retry of a refused connection at WARNING; our waits expect them.
 logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
+# The client keeps the key and certificate files it writes in a cache keyed by their
+# content, and puts a file's name there before writing the file: another thread loading a
+# kubeconfig with the same CA or key meanwhile got the name of an empty file, and its
+# first request failed with "[SSL] PEM lib" (a run's clusters share one CA and one admin).
+_LOADING = threading.Lock()
+
 
 class NotYet(Exception):
     """Raised inside a wait to say: the condition does not hold yet, try again."""
@@ -47,9 +54,10 @@ def api_client(kubeconfig: Path | str, context: str | None = None) -> client.Api
     files = str(rundir.temp_dir(run)) if run else None
     cfg = client.Configuration()
     try:
-        config.load_kube_config(
-            str(kubeconfig), context, client_configuration=cfg, temp_file_path=files
-        )
+        with _LOADING:
+            config.load_kube_config(
+                str(kubeconfig), context, client_configuration=cfg, temp_file_path=files
+            )
     except Exception as exc:  # the client raises several types for a bad file
         where = f"{kubeconfig} (context {context})" if context else str(kubeconfig)
         raise UserError(f"kubeconfig {where} cannot be used: {exc}") from exc
