@@ -155,6 +155,7 @@ def _reads_since(audit_log: Path, position: int, users: set[str]) -> tuple[int, 
             read = audit_read(json.loads(line))
         except ValueError:
             continue
-        if read is not None and read["user"] in users:
+        # a list or watch of all Workloads: what it does when back (a GET names one)
+        if read is not None and not read[0] and read[1]["user"] in users:
             return position + len(complete), True
     return position + len(complete), False

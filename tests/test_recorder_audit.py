@@ -3,13 +3,15 @@ watches of Workloads environment READ events, its GETs of one that workload's RE
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+from harness.dispatcher import _reads_since
 from harness.providers.local import AUDIT_POLICY
 from harness.recording.recorder import (
     audit_events,
     audit_forbidden,
-    audit_get,
     audit_read,
     audit_write,
 )
@@ -59,10 +61,10 @@ LIST = {
 
 
 def test_a_list_or_a_started_watch_is_a_read_not_a_write() -> None:
-    assert audit_read(LIST) == {"user": "mkdc-dispatcher-0", "verb": "list"}
+    assert audit_read(LIST) == ("", {"user": "mkdc-dispatcher-0", "verb": "list"})
     assert audit_write(LIST) is None
     watch = {**LIST, "verb": "watch", "stage": "ResponseStarted"}
-    assert audit_read(watch) == {"user": "mkdc-dispatcher-0", "verb": "watch"}
+    assert audit_read(watch) == ("", {"user": "mkdc-dispatcher-0", "verb": "watch"})
     # a watch's completion is when it ends, not when the dispatcher came back
     assert audit_read({**watch, "stage": "ResponseComplete"}) is None
     assert audit_read(ENTRY) is None
@@ -133,12 +135,22 @@ def test_a_get_of_a_workload_is_that_workloads_read_when_the_dispatcher_made_it(
         "verb": "get",
         "objectRef": {"resource": "workloads", "namespace": "ns", "name": "wl"},
     }
-    assert audit_get(get) == ("ns/wl", {"user": ME, "verb": "get"})
-    assert audit_get({**get, "stage": "ResponseStarted"}) is None
-    assert audit_get(ENTRY) is None and audit_get(LIST) is None  # a write; a list (no name)
-    assert audit_read(get) is None  # not a list or watch: it does not say "back after a restart"
+    assert audit_read(get) == ("ns/wl", {"user": ME, "verb": "get"})
+    assert audit_read({**get, "stage": "ResponseStarted"}) is None
+    assert audit_read({**get, "objectRef": {"resource": "workloads"}}) is None  # names none
+    assert audit_read(ENTRY) is None  # a write
     assert audit_events(get, {ME}) == [(Kind.READ, "ns/wl", {"user": ME, "verb": "get"})]
     assert audit_events(get, {"someone-else"}) == []
+
+
+def test_only_a_list_or_watch_says_a_restarted_dispatcher_is_back(tmp_path: Path) -> None:
+    """A GET of one Workload is not its informers' list or watch after a restart."""
+    get = {**ENTRY, "verb": "get", "objectRef": {"resource": "workloads", "name": "wl"}}
+    log = tmp_path / "audit.log"
+    log.write_text(json.dumps(get) + "\n")
+    assert _reads_since(log, 0, {ME}) == (log.stat().st_size, False)
+    log.write_text(json.dumps({**LIST, "user": {"username": ME}}) + "\n")
+    assert _reads_since(log, 0, {ME}) == (log.stat().st_size, True)
 
 
 def test_the_audit_policy_logs_workload_reads_by_anyone() -> None:

@@ -480,8 +480,8 @@ class Controller:
         self, key: str, base: Mapping[str, Any], written: Mapping[str, Any]
     ) -> Mapping[str, Any]:
         """Remember what a write from ``base`` returned (see ``_newest``); returns it."""
-        superseded = self.own_writes.get(key, (frozenset(), written))[0]
-        self.own_writes[key] = (superseded | {_version(base)}, written)
+        superseded, _ = self.own_writes.get(key, (frozenset(), written))
+        self.own_writes[key] = (superseded | {model.resource_version(base)}, written)
         return written
 
     def _newest(self, key: str, cached: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -494,7 +494,7 @@ class Controller:
         if cached is None or mine is None:
             return cached
         superseded, written = mine
-        if _version(cached) in superseded:
+        if model.resource_version(cached) in superseded:
             return written
         self.own_writes.pop(key, None)  # the cache has it, or a newer version: it decides
         return cached
@@ -509,10 +509,6 @@ class Controller:
         meta = {**workload["metadata"], "annotations": dict(annotations)}
         meta["annotations"][self.settings.state_annotation] = state.to_json()
         return {**workload, "metadata": meta}
-
-
-def _version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _decision_inputs(obj: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from dispatchers.reference import model
 from dispatchers.reference.model import GROUP, VERSION
 from dispatchers.reference.workqueue import TokenBucket
 from dispatchers.reference.writes import MERGE
@@ -352,7 +353,7 @@ class Informer:
             if self.stop.is_set():
                 break
             kind, obj = event["type"], event["raw_object"]
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+            rv = model.resource_version(obj) or rv
             if kind == "BOOKMARK":
                 continue
             with self.lock:

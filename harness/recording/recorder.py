@@ -183,28 +183,28 @@ def _username(entry: dict[str, Any]) -> str:
     return str((entry.get("user") or {}).get("username", ""))
 
 
-def audit_read(entry: dict[str, Any]) -> dict[str, Any] | None:
-    """READ data for an audit entry that lists or starts watching Workloads, else None.
-    A watch is logged when its response starts (its completion comes when it ends)."""
-    ref = entry.get("objectRef") or {}
-    verb, stage = entry.get("verb"), entry.get("stage")
-    if ref.get("resource") != "workloads" or ref.get("subresource"):
-        return None
-    if (verb, stage) not in (("list", "ResponseComplete"), ("watch", "ResponseStarted")):
-        return None
-    return {"user": _username(entry), "verb": verb}
+# (verb, stage) of the reads recorded: a watch when its response starts (its completion
+# comes when it ends)
+READ_REQUESTS = (
+    ("list", "ResponseComplete"),
+    ("watch", "ResponseStarted"),
+    ("get", "ResponseComplete"),
+)
 
 
-def audit_get(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(workload key, READ data) for a completed GET of one Workload, else None: what tells
-    a dispatcher that re-reads after a refused write from one that retries from its cache."""
+def audit_read(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(workload key, READ data) for an audit entry that reads Workloads, else None: a list
+    or a started watch of them (key ""), what a dispatcher back after a restart does; a
+    GET of one (its key, its status too), what tells a dispatcher that re-reads after a
+    refused write from one that retries from its cache."""
     ref = entry.get("objectRef") or {}
-    if ref.get("resource") != "workloads" or not ref.get("name"):
+    verb, name = entry.get("verb"), ref.get("name")
+    if ref.get("resource") != "workloads" or (verb, entry.get("stage")) not in READ_REQUESTS:
         return None
-    if (entry.get("verb"), entry.get("stage")) != ("get", "ResponseComplete"):
+    if (verb == "get" and not name) or (verb != "get" and ref.get("subresource")):
         return None
-    key = f"{ref.get('namespace', '')}/{ref['name']}"
-    return key, {"user": _username(entry), "verb": "get"}
+    key = f"{ref.get('namespace', '')}/{name}" if verb == "get" else ""
+    return key, {"user": _username(entry), "verb": verb}
 
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -273,11 +273,8 @@ def audit_events(
     if forbidden is not None and forbidden[1]["user"] in dispatcher_users:
         out.append((Kind.FORBIDDEN, *forbidden))
     read = audit_read(entry)
-    if read is not None and read["user"] in dispatcher_users:
-        out.append((Kind.READ, "", read))
-    got = audit_get(entry)
-    if got is not None and got[1]["user"] in dispatcher_users:
-        out.append((Kind.READ, *got))
+    if read is not None and read[1]["user"] in dispatcher_users:
+        out.append((Kind.READ, *read))
     written = audit_write(entry)
     if written is not None and (not dispatcher_users or written[1]["user"] in dispatcher_users):
         out.append((Kind.WRITE, *written))

@@ -16,7 +16,7 @@ from suites.checks.queries import (
     end_of,
     names,
     peak,
-    placed_at,
+    placed_in,
     placement_episodes,
     preempting_workers,
     provisioning_intervals,
@@ -100,10 +100,11 @@ def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
     A request created on a worker once another worker's copy won (was admitted, then
     placed) is Kueue removing the losing copy (it re-creates one for an instant, before
     the manager records the placement on v0.19.2), not a dispatch."""
+    won = placement_episodes(tl, from_admission=True)
     spans = [
         s
         for s in provisioning_intervals(tl)
-        if placed_at(tl, s.start, from_admission=True) in (None, cluster_of(s.key))
+        if placed_in(won, s.start) in (None, cluster_of(s.key))
     ]
     if not spans:
         return Verdict.unclear("no ProvisioningRequest was created")

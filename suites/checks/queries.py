@@ -176,10 +176,13 @@ def placement_episodes(
     return out
 
 
-def placed_at(tl: Timeline, t: float, *, from_admission: bool = False) -> str | None:
-    """The cluster the workload is placed on at instant t, if any (``from_admission``: as
-    in ``placement_episodes``)."""
-    episodes = placement_episodes(tl, from_admission=from_admission)
+def placed_at(tl: Timeline, t: float) -> str | None:
+    """The cluster the workload is placed on at instant t, if any."""
+    return placed_in(placement_episodes(tl), t)
+
+
+def placed_in(episodes: list[tuple[float, str, float]], t: float) -> str | None:
+    """The cluster of the placement episode (see ``placement_episodes``) holding t, if any."""
     return next((c for s, c, u in episodes if s <= t < u), None)
 
 
