@@ -40,9 +40,15 @@ def bounds(sc: Scenario, **facts: Any) -> Bounds:
     return derived.with_scenario(**facts) if facts else derived
 
 
-def placement_timeout(sc: Scenario, cluster: str | None = None, extra: float = 0.0) -> float:
+PLACEMENT_ROOM = 15.0  # after a nomination in time, for the copy to be admitted and recorded
+RECORDING_ROOM = 5.0  # for the recorder to see what the API already holds, on a loaded machine
+
+
+def placement_timeout(
+    sc: Scenario, cluster: str | None = None, extra: float = 0.0, room: float = PLACEMENT_ROOM
+) -> float:
     """How long to wait for placement on `cluster`: the claims' bound, with room to spare."""
-    return bounds(sc).placement_bound(cluster) + extra + 15.0
+    return bounds(sc).placement_bound(cluster) + extra + room
 
 
 def needed_placement_timeout(sc: Scenario, cluster: str | None = None) -> float:
