@@ -336,7 +336,7 @@ class Informer:
 
     def _relist(self) -> str:
         items, rv = self.kube.list(self.plural)
-        fresh = {_key(obj): obj for obj in items}
+        fresh = {model.key_of(obj): obj for obj in items}
         with self.lock:
             gone = [self.cache[k] for k in self.cache.keys() - fresh.keys()]
             self.cache = fresh
@@ -358,14 +358,8 @@ class Informer:
                 continue
             with self.lock:
                 if kind == "DELETED":
-                    self.cache.pop(_key(obj), None)
+                    self.cache.pop(model.key_of(obj), None)
                 else:
-                    self.cache[_key(obj)] = obj
+                    self.cache[model.key_of(obj)] = obj
             self.handler(kind, obj)
         return rv
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    return f"{ns}/{meta['name']}" if ns else str(meta["name"])
