@@ -105,9 +105,13 @@ class Run:
     def bounds(self, view: View) -> Bounds:
         return Bounds.derive(self.claims, view.config)
 
+    def made(self, e: Event) -> bool:
+        """The dispatcher made this request (any request, when it is built into Kueue)."""
+        return not self.users or e.user in self.users
+
     def writes(self, tl: Timeline) -> list[Event]:
-        """The dispatcher's writes to Workloads (all writes when it is built into Kueue)."""
-        return [e for e in tl.where(Kind.WRITE) if not self.users or e.user in self.users]
+        """The dispatcher's writes to Workloads."""
+        return [e for e in tl.where(Kind.WRITE) if self.made(e)]
 
     def finding(
         self, id: str, title: str, detail: str, where: Sequence[View], primary: Sequence[str] = ()
@@ -456,7 +460,7 @@ def _after_conflicts(run: Run, tl: Timeline) -> tuple[int, int]:
     reread = retried = 0
     conflict = False
     for e in tl.where(Kind.READ, Kind.WRITE):
-        if (run.users and e.user not in run.users) or not e.workload:
+        if not run.made(e) or not e.workload:
             continue  # another's request, or a list or watch of all Workloads
         if e.kind is Kind.READ:
             reread += conflict

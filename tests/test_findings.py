@@ -200,23 +200,12 @@ def test_a_share_of_conflicting_writes_is_told_though_no_workload_had_many() -> 
     assert finding.scenarios == ("s0", "s1", "s2", "s3", "s4")
     assert "writes-refused" not in ids(records[:4])
     # the same five conflicts among 60 writes are a conflict now and then
-    busy = [
-        record(
-            conforming(f"s{i}/wl")
-            .write(20, ME)
-            .write(21, ME)
-            .write(22, ME)
-            .write(23, ME)
-            .write(24, ME)
-            .write(25, ME)
-            .write(26, ME)
-            .write(27, ME)
-            .write(28, ME),
-            f"s{i}",
-            origin=1000.0 + i,
-        )
-        for i in range(5)
-    ]
+    busy = []
+    for i in range(5):
+        story = conforming(f"s{i}/wl")
+        for t in range(20, 29):
+            story.write(t, ME)
+        busy.append(record(story, f"s{i}", origin=1000.0 + i))
     assert "writes-refused" not in ids(busy)
 
 
