@@ -20,6 +20,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,18 +286,33 @@ def run_group(
     Interrupted here (Ctrl-C, or SIGTERM turned into KeyboardInterrupt), the group gets
     SIGINT, so pytest ends its scenarios and says so, then SIGKILL after `grace` seconds
     or at a second interrupt; the interrupt is then raised again."""
-    popen = spawn(argv, out, env=env)
+    return run_groups([(argv, env)], out, grace=grace)[0]
+
+
+def run_groups(
+    commands: Sequence[tuple[list[str], dict[str, str] | None]],
+    out: IO[bytes],
+    *,
+    grace: float = 20.0,
+) -> list[int]:
+    """`run_group` for several commands (argv, env) at once, all output to `out`; their
+    exit codes, in order. An interrupt reaches every group still running."""
+    popens = [spawn(argv, out, env=env) for argv, env in commands]
     try:
-        return popen.wait()
+        return [popen.wait() for popen in popens]
     except KeyboardInterrupt:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(popen.pid, signal.SIGINT)
+        for popen in popens:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(popen.pid, signal.SIGINT)
+        deadline = time.monotonic() + grace
         try:
-            popen.wait(timeout=grace)
+            for popen in popens:
+                popen.wait(timeout=max(deadline - time.monotonic(), 0.01))
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
             pass
-        stop_group(popen.pid, sig=signal.SIGKILL, grace=0)
-        popen.wait()
+        stop_groups([popen.pid for popen in popens], sig=signal.SIGKILL, grace=0)
+        for popen in popens:
+            popen.wait()
         raise
 
 

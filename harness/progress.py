@@ -93,11 +93,12 @@ class Progress:
     scaled by how fast this run's finished scenarios went against theirs; one without a
     history takes the mean of those finished (DEFAULT_SCENARIO_SECONDS before any); less
     what a running one has already taken; `parallel` at a time, then the exclusive ones
-    alone. Without the history the estimate ran short: the long scenarios (restarts,
-    bursts) are the ones left at the end."""
+    alone (or beside them, on a second environment: `aside`). Without the history the
+    estimate ran short: the long scenarios (restarts, bursts) are the ones left at the end."""
 
     total: int = 0
     parallel: int = 1
+    aside: bool = False  # the exclusive ones on a second environment, beside the others
     started: float | None = None
     verdicts: dict[str, str] = field(default_factory=dict)  # check -> worst result so far
     planned: dict[str, bool] = field(default_factory=dict)  # test -> exclusive
@@ -117,6 +118,7 @@ class Progress:
             self.started = now
             self.total = int(event.get("total", 0))
             self.parallel = max(int(event.get("parallel", 1)), 1)
+            self.aside = bool(event.get("aside"))
         elif kind == PLAN:
             new = [s for s in event.get("scenarios", []) if s["test"] not in self.planned]
             if not new:
@@ -170,7 +172,8 @@ class Progress:
             else:
                 shared_work += rest
                 shared_longest = max(shared_longest, rest)
-        return round(max(shared_work / self.parallel, shared_longest) + exclusive, 1)
+        shared = max(shared_work / self.parallel, shared_longest)
+        return round(max(shared, exclusive) if self.aside else shared + exclusive, 1)
 
     def expected(self, test: str = "") -> float:
         """What scenario ``test`` (any scenario, without one) is expected to take."""

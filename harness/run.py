@@ -11,6 +11,7 @@ files, which this module folds into the report.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -50,6 +51,8 @@ from harness.session import EVENTS_FILE, SESSION_ENV, Result, Session, selects
 from harness.suite import load as load_suite
 
 SESSION_FILE = "session.json"
+SECOND_ENVIRONMENT = "second-environment"  # its logs' folder in artifacts/logs
+ASIDE_LOG = "second environment: "  # what its console lines begin with
 REPORT_MARKERS = frozenset({"report.yaml", "results"})  # what says a folder is a report
 DEFAULT_WORKERS = 4
 NO_RECORD = (
@@ -79,6 +82,9 @@ class Options:
     inject: tuple[str, ...] = ()  # environment faults to inject while the suite runs
     inject_every: float = 45.0  # seconds between two faults
     inject_downtime: float = 5.0  # how long each fault lasts
+    # 2: the scenarios that run alone run on a second environment, beside the others;
+    # None: 2 where the provider can make one and the run has such scenarios
+    environments: int | None = None
 
 
 def log(msg: str) -> None:
@@ -190,6 +196,11 @@ def plan(opts: Options) -> Plan:
         raise UserError(
             f"--inject: the {opts.provider} provider cannot inject faults; use --provider local"
         )
+    if opts.environments == 2 and getattr(provider, "twin", None) is None:
+        raise UserError(
+            f"--environments 2: the {opts.provider} provider makes one environment per run;"
+            " use --provider local or --environments 1"
+        )
     return Plan(opts, profile, v, report_dir, provider)
 
 
@@ -240,6 +251,7 @@ def run_all(runs: Sequence[Options]) -> list[int]:
         with contextlib.ExitStack() as stack:
             env = provider.up()
             stack.callback(provider.down)
+            aside = _second_environment(group_plans, stack)
             for i, p in enumerate(group_plans):
                 if i:
                     log(f"next run on the same environment: profile {p.profile.name}")
@@ -247,7 +259,9 @@ def run_all(runs: Sequence[Options]) -> list[int]:
                     started = time.monotonic()
                 try:
                     handing_on = i + 1 < len(group_plans)
-                    codes.append(judge(p, provider, env, started, handing_on=handing_on))
+                    codes.append(
+                        judge(p, provider, env, started, handing_on=handing_on, aside=aside)
+                    )
                 except UserError as exc:
                     if len(plans) == 1:
                         raise
@@ -258,8 +272,48 @@ def run_all(runs: Sequence[Options]) -> list[int]:
     return codes
 
 
+@dataclass
+class Aside:
+    """A run's second environment, where the scenarios that must run alone (the burst, the
+    restarts) run beside the others instead of after them."""
+
+    provider: Any
+    env: Environment
+
+
+def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> Aside | None:
+    """The second environment of a run on an environment of its own, up; None where the
+    provider cannot make one, the run has no scenario that runs alone, faults are injected
+    (into one environment) or --environments 1 said so. Several runs sharing one
+    environment take their turns on it alone. Only where both kinds of scenario run."""
+    p = plans[0]
+    twin = getattr(p.provider, "twin", None)
+    if len(plans) > 1:
+        if any(q.opts.environments == 2 for q in plans):
+            log("several runs share this environment: each runs on it alone")
+        return None
+    if twin is None or p.opts.environments == 1 or p.opts.inject:
+        return None
+    suite = load_suite()
+    due = [c for c, check in suite.catalogue.items() if _due(c, check.feature, p.profile, p.opts)]
+    alone = [c for c in due if suite.runs_alone(c)]
+    if not alone or not any(suite.runs_alone(c) is False for c in due):
+        return None  # nothing to run beside them
+    log(f"a second environment for the scenarios that run alone ({', '.join(alone)})")
+    provider = twin(progress=lambda msg: log(f"{ASIDE_LOG}{msg}"))
+    env = provider.up()
+    stack.callback(provider.down)
+    return Aside(provider, env)
+
+
 def judge(
-    p: Plan, provider: Any, env: Environment, started: float, *, handing_on: bool = False
+    p: Plan,
+    provider: Any,
+    env: Environment,
+    started: float,
+    *,
+    handing_on: bool = False,
+    aside: Aside | None = None,
 ) -> int:
     """One profile judged on a running environment: its dispatcher started, the suite
     run, the report written, and everything the run made on the clusters removed.
@@ -281,59 +335,31 @@ def judge(
         for stale in (EVENTS_FILE, faults.LOG_FILE):  # an earlier run's on this environment
             (env.run_dir / stale).unlink(missing_ok=True)
         run_id = inventory.new_run_id()
-        shape = scenario.Shape.of(profile)
-        common = scenario.shared_documents(shape)
+        common = scenario.shared_documents(scenario.Shape.of(profile))
         keep = [(d["kind"], d["metadata"]["name"]) for d in common] if handing_on else []
         wait = not provider.discards_clusters
         stack.callback(lambda: _purge(env, run_id, wait=wait, keep=keep))
         _require_api_version(env, profile.environment.api_version)
-        # cluster-scoped objects every scenario uses; ones that already exist stay untouched
-        for cluster in env.clusters:
-            for doc in common:
-                kube.create_if_absent(cluster.dyn, inventory.label(doc, run_id))
-        shared = profile.environment.cluster_scope == SHARED
-        if shared:  # before the dispatcher starts, so one that looks only once sees it all
-            scenario.create_shared_scope(env, shape, run_id)
-        users: frozenset[str] = frozenset()
-        runner = None
-        audit_from = _audit_size(env)  # the audit log before it is earlier runs'
-        if profile.run is not None:
-            leases = _leases(env)
-            stack.callback(lambda: _delete_new_leases(env, leases))
-            try:
-                runner, users = _start_dispatcher(profile, env, run_id, stack, p.image, audit_from)
-            except StartFailure as exc:
-                _provider_logs(provider)
-                raise _start_failure_report(exc, profile, env, report_dir, started) from None
-        handlers = _control_handlers(provider, runner)
-        server = control.Server(env.run_dir, handlers)
-        stack.callback(server.close)
-        session = Session(
-            environment=env.run_dir,
-            profile=profile.path,
-            run_id=run_id,
-            report_dir=report_dir,
-            control_address=server.address,
-            control_key=server.key,
-            dispatcher_users=users,
-            capabilities=frozenset(getattr(provider, "capabilities", ())),
-            slacks=opts.slacks or {},
-            checks=opts.checks,
-            skip_checks=opts.skip_checks,
-            full=opts.full,
-            worker_secrets=env.info.get("workerSecrets", {}),
-            audit_from=audit_from,
-        )
+        stage = functools.partial(_stage, p, run_id=run_id, stack=stack, started=started)
+        session, runner = stage(provider, env)
         session_file = session.write(env.run_dir / SESSION_FILE)
+        runners, aside_file = [runner], None
+        if aside is not None:  # its clusters go with it: nothing there to purge
+            aside_session, aside_runner = stage(
+                aside.provider, aside.env, events=session.events_file, where=ASIDE_LOG
+            )
+            aside_file = aside_session.write(aside.env.run_dir / SESSION_FILE)
+            runners.append(aside_runner)
         parallel = opts.parallel
         if profile.environment.worker_cluster_queue and parallel > 1:
             # one ClusterQueue name on every worker: scenarios cannot each have their own
             parallel = 1
             log(f"workerClusterQueue {profile.environment.worker_cluster_queue}: one at a time")
-        if shared and parallel > 1:
+        if profile.environment.cluster_scope == SHARED and parallel > 1:
             parallel = 1
             log("clusterScope shared: scenarios take turns on the environment's clusters")
-        log(f"running the suite for profile {profile.name} ({parallel} parallel)")
+        beside = "; those that run alone beside them, on the second" if aside else ""
+        log(f"running the suite for profile {profile.name} ({parallel} parallel{beside})")
         reporter = stack.enter_context(
             progress.Reporter(session.events_file, report_dir, mode=opts.progress, history=last_run)
         )
@@ -344,11 +370,14 @@ def judge(
             total=len(selected),
             checks=selected,
             parallel=parallel,
+            aside=aside is not None,
             log=str(pytest_log),
         )
         injector = _injector(opts, provider, env) if opts.inject else None
         try:
-            code = _pytest(session_file, parallel, pytest_log, reporter.exclusive_planned)
+            code = _pytest(
+                session_file, parallel, pytest_log, reporter.exclusive_planned, aside_file
+            )
         except KeyboardInterrupt as exc:  # the scenarios are stopped: report what they did
             interrupted, code = str(exc) or "SIGINT", 0
         finally:
@@ -361,16 +390,21 @@ def judge(
             )
         wall = time.monotonic() - started
         report = build_report(profile, env, report_dir, opts, wall, interrupted)
+        if aside is not None:
+            report.environment["environments"] = 2
         if injector is not None:
             report.environment["injectedFaults"] = _injected(injected, started)
             if injector.errors:
                 report.environment["faultsNotInjected"] = injector.errors
         summary = report.summary()
         if summary["failed"] or summary["undecided"]:
-            if runner is not None:
-                runner.save_logs()
+            for each in runners:
+                if each is not None:
+                    each.save_logs()
             _provider_logs(provider)
             _collect_logs(env, report_dir)
+            if aside is not None:
+                _collect_logs(aside.env, report_dir, f"logs/{SECOND_ENVIRONMENT}")
         report.write_all(report_dir)
         reporter.end(
             summary=summary,
@@ -392,6 +426,64 @@ def judge(
         log(f"interrupted ({interrupted}): the report is partial")
         return INTERRUPTED_EXIT
     return 1 if broken else 0
+
+
+def _stage(
+    p: Plan,
+    provider: Any,
+    env: Environment,
+    *,
+    run_id: str,
+    stack: contextlib.ExitStack,
+    started: float,
+    events: Path | None = None,
+    where: str = "",
+) -> tuple[Session, DispatcherRunner | None]:
+    """One environment readied for the suite: the objects every scenario uses, the
+    dispatcher started on it, its control channel open; the session its test processes
+    read. What it starts stops with `stack`."""
+    profile, opts = p.profile, p.opts
+    shape = scenario.Shape.of(profile)
+    # cluster-scoped objects every scenario uses; ones that already exist stay untouched
+    for cluster in env.clusters:
+        for doc in scenario.shared_documents(shape):
+            kube.create_if_absent(cluster.dyn, inventory.label(doc, run_id))
+    if profile.environment.cluster_scope == SHARED:
+        # before the dispatcher starts, so one that looks only once sees it all
+        scenario.create_shared_scope(env, shape, run_id)
+    users: frozenset[str] = frozenset()
+    runner = None
+    audit_from = _audit_size(env)  # the audit log before it is earlier runs'
+    if profile.run is not None:
+        leases = _leases(env)
+        stack.callback(lambda: _delete_new_leases(env, leases))
+        try:
+            runner, users = _start_dispatcher(
+                profile, env, run_id, stack, p.image, audit_from, where
+            )
+        except StartFailure as exc:
+            _provider_logs(provider)
+            raise _start_failure_report(exc, profile, env, p.report_dir, started) from None
+    server = control.Server(env.run_dir, _control_handlers(provider, runner))
+    stack.callback(server.close)
+    session = Session(
+        environment=env.run_dir,
+        profile=profile.path,
+        run_id=run_id,
+        report_dir=p.report_dir,
+        control_address=server.address,
+        control_key=server.key,
+        dispatcher_users=users,
+        capabilities=frozenset(getattr(provider, "capabilities", ())),
+        slacks=opts.slacks or {},
+        checks=opts.checks,
+        skip_checks=opts.skip_checks,
+        full=opts.full,
+        worker_secrets=env.info.get("workerSecrets", {}),
+        audit_from=audit_from,
+        events=events,
+    )
+    return session, runner
 
 
 def _injector(opts: Options, provider: Any, env: Environment) -> faults.Injector:
@@ -484,6 +576,7 @@ def _start_dispatcher(
     stack: contextlib.ExitStack,
     image: container.ImageSource | None = None,
     audit_from: int = 0,
+    where: str = "",
 ) -> tuple[DispatcherRunner, frozenset[str]]:
     assert profile.run is not None
     replicas, rbac = profile.run.replicas, profile.run.rbac
@@ -511,7 +604,7 @@ def _start_dispatcher(
         runner = DispatcherRunner(profile, supervisor, credentials)
         how = "as in a Pod" if profile.run.pod_environment else "as a process"
     stack.callback(runner.stop_all)
-    log(f"starting the dispatcher {how} ({replicas} replica(s)): {profile.shown_command()}")
+    log(f"{where}starting the dispatcher {how} ({replicas} replica(s)): {profile.shown_command()}")
     runner.start_all()
     users = frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
     audit = env.info.get("auditLog")
@@ -590,14 +683,19 @@ def _require_api_version(env: Environment, version: str | None) -> None:
 
 
 def _pytest(
-    session_file: Path, parallel: int, log_file: Path, exclusive_planned: Callable[[], bool]
+    session_file: Path,
+    parallel: int,
+    log_file: Path,
+    exclusive_planned: Callable[[], bool],
+    aside: Path | None = None,
 ) -> int:
     """Scenarios in parallel, then those that kill the dispatcher or load Kueue on purpose,
     alone, in a pytest of their own: beside them no other test process watches the
     clusters and tails the audit log (with all in one pytest, the other process's
     recorder was running beside the 100-workload burst when it missed its bound). The
     second pytest runs only if the first one's collection `exclusive_planned` some:
-    starting it for nothing cost a run 4 to 10 s.
+    starting it for nothing cost a run 4 to 10 s. With an `aside` session (a second
+    environment of their own) the two run at once.
 
     pytest's own output, tracebacks included, goes to `log_file`; the console shows the
     progress. Each pytest is a process group of its own that dies with this process
@@ -608,18 +706,27 @@ def _pytest(
     # modules assert-rewritten, by every pytest it is installed beside: 1.4 to 1.7 CPU s
     # a start against 0.4 without, in each of a run's two or three pytest processes
     base += ["-p", "harness.testproc", "-p", "no:hypothesispytest"]
-    tmp = rundir.temp_dir(session_file.parent)  # what the run's processes leave goes with it
-    env = {**os.environ, SESSION_ENV: str(session_file), "TMPDIR": str(tmp)}
     shared = [*base, "-m", "not exclusive"]
     if parallel > 1:
         shared += ["-n", str(parallel)]
-    codes = []
+    alone = [*base, "-m", "exclusive"]
     with log_file.open("ab") as out:
-        codes.append(procs.run_group(shared, out, env=env))
-        if exclusive_planned():
-            codes.append(procs.run_group([*base, "-m", "exclusive"], out, env=env))
+        if aside is not None:
+            commands = [(shared, _pytest_env(session_file)), (alone, _pytest_env(aside))]
+            codes = procs.run_groups(commands, out)
+        else:
+            codes = [procs.run_group(shared, out, env=_pytest_env(session_file))]
+            if exclusive_planned():
+                codes.append(procs.run_group(alone, out, env=_pytest_env(session_file)))
     # 5 = nothing selected in a phase (e.g. filtered out), which is fine here
     return max(0 if c == 5 else c for c in codes)
+
+
+def _pytest_env(session_file: Path) -> dict[str, str]:
+    """A suite pytest's environment: its session, and a temp dir in the run directory (what
+    the run's processes leave goes with it)."""
+    tmp = rundir.temp_dir(session_file.parent)
+    return {**os.environ, SESSION_ENV: str(session_file), "TMPDIR": str(tmp)}
 
 
 def _last_line(path: Path) -> str:
@@ -748,9 +855,9 @@ def _provider_logs(provider: Any) -> None:
             log(f"could not save the provider's logs: {exc}")
 
 
-def _collect_logs(env: Environment, report_dir: Path) -> Path:
+def _collect_logs(env: Environment, report_dir: Path, folder: str = "logs") -> Path:
     """Kueue's and the dispatcher's logs, copied before the environment goes away."""
-    target = report_dir / "artifacts" / "logs"
+    target = report_dir / "artifacts" / folder
     target.mkdir(parents=True, exist_ok=True)
     for log_file in (env.run_dir / "logs").glob("*.log"):
         if "kueue" in log_file.name or "dispatcher" in log_file.name:

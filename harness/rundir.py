@@ -41,6 +41,9 @@ def create(prefix: str, *, detached: bool = False) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix))
     me = psutil.Process()
     record = {"pid": me.pid, "started": me.create_time(), "detached": detached}
+    ticks = start_ticks(me.pid)
+    if ticks is not None:
+        record["startTicks"] = ticks
     (path / OWNER_FILE).write_text(json.dumps(record))
     return path
 
@@ -194,11 +197,29 @@ def _owner(path: Path) -> dict[str, Any] | None:
 
 
 def _alive(owner: dict[str, Any]) -> bool:
-    """The recorded owner runs: its pid exists and started when recorded."""
+    """The recorded owner runs: its pid exists and started when recorded. Its start is
+    compared in clock ticks since boot where recorded: a start time in wall-clock seconds
+    moves with the clock (psutil adds the boot time, which a stepped clock shifts: after a
+    virtual machine was restored from a snapshot, every live run looked gone and a sweep
+    killed them)."""
     try:
-        proc = psutil.Process(int(owner["pid"]))
-        return proc.status() != psutil.STATUS_ZOMBIE and (
-            abs(proc.create_time() - float(owner["started"])) < 1.0
-        )
+        pid = int(owner["pid"])
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if "startTicks" in owner:
+            return start_ticks(pid) == int(owner["startTicks"])
+        return abs(proc.create_time() - float(owner["started"])) < 1.0
     except (psutil.Error, KeyError, TypeError, ValueError):
         return False
+
+
+def start_ticks(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot (`starttime` of /proc/PID/stat: no
+    wall clock in it); None where it cannot be read."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+        # the fields after the command name, which may hold spaces and parentheses
+        return int(stat_line[stat_line.rindex(")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None

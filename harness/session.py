@@ -59,6 +59,7 @@ class Session:
     full: bool = False
     worker_secrets: dict[str, str] = field(default_factory=dict)
     audit_from: int = 0  # where this run's part of the manager's audit log begins
+    events: Path | None = None  # None: in the environment's run directory
 
     @property
     def results_dir(self) -> Path:
@@ -66,8 +67,9 @@ class Session:
 
     @property
     def events_file(self) -> Path:
-        """Where the test processes append their progress events (`harness.progress`)."""
-        return self.environment / EVENTS_FILE
+        """Where the test processes append their progress events (`harness.progress`):
+        one file for a run, also when part of it runs on a second environment."""
+        return self.events or self.environment / EVENTS_FILE
 
     def selects(self, check_id: str) -> bool:
         """Whether this session judges `check_id` (--checks / --skip-checks)."""
@@ -88,6 +90,7 @@ class Session:
             "full": self.full,
             "workerSecrets": dict(self.worker_secrets),
             "auditFrom": self.audit_from,
+            "events": str(self.events) if self.events else None,
         }
 
     @classmethod
@@ -107,6 +110,7 @@ class Session:
             full=bool(doc.get("full")),
             worker_secrets=dict(doc.get("workerSecrets") or {}),
             audit_from=int(doc.get("auditFrom") or 0),
+            events=Path(doc["events"]) if doc.get("events") else None,
         )
 
     def write(self, path: Path) -> Path:

@@ -51,6 +51,7 @@ class Suite(Protocol):
     def merge_scorecards(self, cards: Iterable[Mapping[str, Any]]) -> dict[str, Any]: ...
     def timeouts(self, claims: Mapping[str, Any], slacks: Mapping[str, str] | None) -> dict: ...
     def decided_by(self, check_id: str) -> str: ...  # where a reader finds the scenario
+    def runs_alone(self, check_id: str) -> bool | None: ...  # None: no scenario of its own
 
 
 @functools.cache

@@ -49,5 +49,11 @@ class ConformanceSuite:
             found.append("every scenario's timeline")
         return "; ".join(found) or "no scenario"
 
+    def runs_alone(self, check_id: str) -> bool | None:
+        """Whether a scenario deciding `check_id` runs alone (the burst, the restarts);
+        None for a check no scenario of its own decides (judged on every timeline)."""
+        found = self._deciders.get(check_id)
+        return any(d.alone for d in found) if found else None
+
 
 suite = ConformanceSuite()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.recording.timeline import Timeline
+from harness.suite import load as load_suite
 from suites.checks import CATALOGUE, Bounds, Verdict
 from suites.checks.catalogue import Check, catalogue_order, register
 from suites.checks.scenarios import CONFORMANCE, Decider, deciders, first_sentence, markers
@@ -103,6 +104,7 @@ def test_deciders_read_the_scenarios() -> None:
     )
     assert found["EXT-05"] == found["EXT-06"] == [escalation]
     assert [d.module for d in found["CORE-09"]] == ["test_core_burst"]
+    assert not escalation.alone and all(d.alone for d in found["CORE-09"])
     assert all(d.summary.endswith(".") for ds in found.values() for d in ds)
 
 
@@ -124,7 +126,7 @@ async def test_b(scenario):
     pass
 '''
     assert markers(source, "test_x") == [
-        (Decider("test_x", "test_a", "First sentence here."), ("CORE-03", "EXT-01")),
+        (Decider("test_x", "test_a", "First sentence here.", alone=True), ("CORE-03", "EXT-01")),
         (Decider("test_x", "test_b", ""), ("CORE-04",)),
     ]
 
@@ -171,3 +173,12 @@ def test_register_refuses_a_duplicate_or_malformed_id() -> None:
     with pytest.raises(ValueError, match="CHK-1"):
         register(registry, Check("CHK-1", "Odd", None, "Odd.", evaluate))
     assert catalogue_order("EXT-10") > catalogue_order("EXT-9") > catalogue_order("CORE-09")
+
+
+def test_the_suite_says_which_checks_run_alone() -> None:
+    """What `mkdc run` gives a second environment: the burst and the restarts."""
+    suite = load_suite()
+    alone = {c for c in suite.catalogue if suite.runs_alone(c)}
+    assert alone == {"CORE-09", "EXT-11", "EXT-12", "EXT-13", "EXT-14"}
+    # judged on every timeline only (CORE-01 also has a scenario of its own)
+    assert {c for c in suite.catalogue if suite.runs_alone(c) is None} == {"CORE-02", "CORE-05"}

@@ -119,6 +119,19 @@ def test_a_group_runs_to_its_end_and_returns_its_exit_code(tmp_path):
     assert code == 3 and (tmp_path / "out.log").read_text() == "to-the-log\n"
 
 
+def test_groups_run_at_once_and_return_their_codes_in_order(tmp_path):
+    """Each waits for the other's file: one after the other, the first would time out."""
+    a, b = tmp_path / "a", tmp_path / "b"
+
+    def waits_for(mine: Path, theirs: Path, code: int) -> list[str]:
+        script = f"touch {mine}; while [ ! -f {theirs} ]; do sleep 0.05; done; exit {code}"
+        return ["timeout", "20", "/bin/sh", "-c", script]
+
+    with (tmp_path / "out.log").open("ab") as out:
+        codes = procs.run_groups([(waits_for(a, b, 4), None), (waits_for(b, a, 0), None)], out)
+    assert codes == [4, 0]
+
+
 def test_an_interrupted_group_gets_sigint_then_sigkill_and_the_interrupt_goes_on(tmp_path):
     """As pytest under `mkdc run` on Ctrl-C or SIGTERM: told first, killed after the grace."""
     import signal

@@ -21,14 +21,15 @@ A = "suites/conformance/test_core_placement.py::test_nominates_configured_only"
 B = "suites/conformance/test_core_lifecycle.py::test_no_nomination_after_placement"
 C = "suites/conformance/test_core_placement.py::test_eventual_placement"
 BURST = "suites/conformance/test_core_burst.py::test_burst_liveness"
+RESTART = "suites/conformance/test_resilience.py::test_restart_resilience"
 
 
 def ev(kind: str, at: float, **fields: Any) -> dict[str, Any]:
     return {"event": kind, "time": T0 + at, **fields}
 
 
-def start(total: int = 3, parallel: int = 2) -> dict[str, Any]:
-    return ev(progress.RUN_START, 0, total=total, parallel=parallel)
+def start(total: int = 3, parallel: int = 2, aside: bool = False) -> dict[str, Any]:
+    return ev(progress.RUN_START, 0, total=total, parallel=parallel, aside=aside)
 
 
 def plan(*tests: tuple[str, bool], at: float = 1) -> dict[str, Any]:
@@ -75,6 +76,15 @@ def test_estimate_before_any_scenario_finished_uses_the_default() -> None:
     each = progress.DEFAULT_SCENARIO_SECONDS
     # three shared scenarios two at a time, then the exclusive one alone
     assert p.eta(T0) == pytest.approx(3 * each / 2 + each)
+
+
+def test_estimate_with_a_second_environment_is_the_longer_of_the_two() -> None:
+    p = Progress()
+    scenarios = plan((A, False), (B, False), (C, False), (BURST, True), (RESTART, True), at=0)
+    fed(p, start(parallel=2, aside=True), scenarios)
+    each = progress.DEFAULT_SCENARIO_SECONDS
+    # the exclusive ones one after the other, beside the shared ones two at a time
+    assert p.eta(T0) == pytest.approx(max(3 * each / 2, 2 * each))
 
 
 def test_estimate_learns_from_finished_scenarios_and_counts_running_ones() -> None:

@@ -117,7 +117,31 @@ def test_a_longer_name_is_not_a_use_of_its_prefix(private_tmp: Path) -> None:
 def test_the_owner_record_names_this_process(private_tmp: Path) -> None:
     record = json.loads((rundir.create("mkdc-run-", detached=True) / rundir.OWNER_FILE).read_text())
     me = psutil.Process()
-    assert record == {"pid": me.pid, "started": me.create_time(), "detached": True}
+    ticks = rundir.start_ticks(me.pid)
+    assert ticks is not None and ticks > 0
+    assert record == {
+        "pid": me.pid,
+        "started": me.create_time(),
+        "detached": True,
+        "startTicks": ticks,
+    }
+
+
+def test_a_live_owner_stays_one_when_the_clock_is_stepped(private_tmp: Path) -> None:
+    """Its start in wall-clock seconds moved (a restored virtual machine, a clock set);
+    its start in ticks since boot did not."""
+    me = os.getpid()
+    ticks = rundir.start_ticks(me)
+    stepped = {"pid": me, "started": 1.0, "startTicks": ticks, "detached": False}
+    made(private_tmp, "mkdc-run-stepped", stepped)
+    assert rundir.sweep(private_tmp) == []
+
+
+def test_a_reused_pid_is_not_the_owner_by_its_ticks_either(private_tmp: Path) -> None:
+    me = psutil.Process()
+    reused = {"pid": me.pid, "started": me.create_time(), "startTicks": 1, "detached": False}
+    path = made(private_tmp, "mkdc-run-reused", reused)
+    assert [r.path for r in rundir.sweep(private_tmp)] == [path]
 
 
 def test_a_dead_runs_cleanup_commands_run_before_its_directory_goes(private_tmp: Path) -> None:

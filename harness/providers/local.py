@@ -285,6 +285,22 @@ class LocalProvider:
                 f"{cluster.name} kueue webhooks", lambda: self._probe_webhooks(cluster, dyn), 120
             )
 
+    def twin(self, progress: Progress | None = None) -> LocalProvider:
+        """Another provider for an environment of the same shape and settings (a run's
+        second environment, for the scenarios that run alone: `harness.run`)."""
+        return LocalProvider(
+            self.versions,
+            workers=self.worker_names,
+            secret_pattern=self.secret_pattern,
+            dispatcher_name=self.dispatcher_name,
+            kueue_extra=self.kueue_extra,
+            write_mode=self.write_mode,
+            outlive_parent=self.outlive_parent,
+            nodes_per_worker=self.nodes_per_worker,
+            node_capacity=self.node_capacity,
+            progress=progress or self.progress,
+        )
+
     def hand_over(self, dispatcher_name: str | None, env: Environment) -> None:
         """Ready the environment for the next run: every process a scenario left stopped
         or frozen running again, and the manager's Kueue handing its workloads to

@@ -16,11 +16,13 @@ _SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)")
 @dataclass(frozen=True)
 class Decider:
     """A scenario whose checks marker names a check: test module (file stem), test
-    function, and the first sentence of the test's docstring."""
+    function, the first sentence of the test's docstring, and whether it runs alone
+    (its ``exclusive`` marker)."""
 
     module: str
     test: str
     summary: str
+    alone: bool = False
 
 
 def first_sentence(doc: str | None) -> str:
@@ -39,7 +41,7 @@ def markers(source: str, module: str) -> list[tuple[Decider, tuple[str, ...]]]:
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for decorator in node.decorator_list:
-            if not (isinstance(decorator, ast.Call) and _is_checks(decorator.func)):
+            if not (isinstance(decorator, ast.Call) and _is_mark(decorator.func, "checks")):
                 continue
             ids = []
             for arg in decorator.args:
@@ -48,7 +50,9 @@ def markers(source: str, module: str) -> list[tuple[Decider, tuple[str, ...]]]:
                         f"{module}.{node.name}: checks marker arguments must be strings"
                     )
                 ids.append(arg.value)
-            decider = Decider(module, node.name, first_sentence(ast.get_docstring(node)))
+            alone = any(_is_mark(d, "exclusive") for d in node.decorator_list)
+            summary = first_sentence(ast.get_docstring(node))
+            decider = Decider(module, node.name, summary, alone)
             out.append((decider, tuple(ids)))
     return out
 
@@ -65,11 +69,11 @@ def deciders(directory: Path = CONFORMANCE) -> dict[str, list[Decider]]:
     return out
 
 
-def _is_checks(func: ast.expr) -> bool:
-    """`pytest.mark.checks` or `mark.checks`."""
+def _is_mark(func: ast.expr, name: str) -> bool:
+    """`pytest.mark.<name>` or `mark.<name>`."""
     return (
         isinstance(func, ast.Attribute)
-        and func.attr == "checks"
+        and func.attr == name
         and isinstance(func.value, ast.Attribute)
         and func.value.attr == "mark"
     )

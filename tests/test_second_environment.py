@@ -1,0 +1,81 @@
+"""When `mkdc run` brings up a second environment for the scenarios that run alone: one
+run on an environment of its own, with scenarios of both kinds to run, on a provider that
+can make one."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from harness import run, versions
+from harness.profile import load_profile
+
+
+class Provider:
+    """Stands in for the local provider: `twin` and `up` are all this code calls."""
+
+    def __init__(self) -> None:
+        self.made: list[Provider] = []
+        self.up_calls = 0
+        self.down_calls = 0
+
+    def twin(self, progress=None) -> Provider:
+        self.made.append(Provider())
+        return self.made[-1]
+
+    def up(self) -> str:
+        self.up_calls += 1
+        return "the second environment"
+
+    def down(self) -> None:
+        self.down_calls += 1
+
+
+class OneEnvironmentOnly:
+    """A provider with no twin (kind, existing)."""
+
+
+def plan(provider=None, **options) -> run.Plan:
+    opts = run.Options(profile="reference", **options)
+    defaults = versions.select(None, None)
+    return run.Plan(opts, load_profile("reference"), defaults, Path("r"), provider or Provider())
+
+
+def second(*plans: run.Plan) -> tuple[run.Aside | None, list[Provider]]:
+    with contextlib.ExitStack() as stack:
+        aside = run._second_environment(plans, stack)
+        made = [m for p in plans if isinstance(p.provider, Provider) for m in p.provider.made]
+    return aside, made
+
+
+def test_a_whole_run_gets_one_and_takes_it_down() -> None:
+    aside, made = second(plan())
+    assert aside is not None and aside.env == "the second environment"
+    assert [(m.up_calls, m.down_calls) for m in made] == [(1, 1)]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"environments": 1},
+        {"checks": ("CORE-04", "EXT-05")},  # none runs alone
+        {"checks": ("EXT-13", "EXT-14")},  # nothing to run beside them
+        {"inject": ("kueue-crash",)},  # faults go into one environment
+    ],
+)
+def test_none_where_it_would_not_help(options) -> None:
+    assert second(plan(**options)) == (None, [])
+
+
+def test_none_for_a_provider_that_cannot_make_one_or_runs_sharing_an_environment() -> None:
+    assert second(plan(OneEnvironmentOnly())) == (None, [])
+    assert second(plan(), plan()) == (None, [])
+
+
+def test_asking_for_two_on_a_provider_that_cannot_is_bad_input(monkeypatch) -> None:
+    monkeypatch.setattr(run, "make_provider", lambda *_: OneEnvironmentOnly())
+    monkeypatch.setattr(run, "_report_dir", lambda given: given)
+    with pytest.raises(run.UserError, match="--environments 2: the kind provider"):
+        run.plan(run.Options(profile="reference", provider="kind", environments=2))
