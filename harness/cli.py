@@ -391,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="2: the scenarios that run alone (the burst, the restarts) run on a second"
         " environment, beside the others (about 2 min less, about 2 GiB more); the"
-        " default with the local provider when a run has them; 1: after the others",
+        " default with the local provider when a run has them and memory allows;"
+        " 1: after the others",
     )
     p.add_argument("--slack", action="append", metavar="NAME=DURATION", help="override a slack")
     p.add_argument(

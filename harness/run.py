@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from harness import (
     container,
     control,
@@ -53,6 +55,10 @@ from harness.suite import load as load_suite
 SESSION_FILE = "session.json"
 SECOND_ENVIRONMENT = "second-environment"  # its logs' folder in artifacts/logs
 ASIDE_LOG = "second environment: "  # what its console lines begin with
+GIB = 1 << 30
+# one cluster's memory (PSS) in the bring-up benchmark: 7.26 GiB at 1+20, 1.93 at 1+4
+CLUSTER_MEMORY = int(0.37 * GIB)
+MEMORY_ROOM = 2 * GIB  # for the test processes and dispatchers of the run
 REPORT_MARKERS = frozenset({"report.yaml", "results"})  # what says a folder is a report
 DEFAULT_WORKERS = 4
 NO_RECORD = (
@@ -299,11 +305,29 @@ def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> A
     alone = [c for c in due if suite.runs_alone(c)]
     if not alone or not any(suite.runs_alone(c) is False for c in due):
         return None  # nothing to run beside them
+    clusters = 1 + len(getattr(p.provider, "worker_names", ()))
+    short = _memory_short(clusters)
+    if short and p.opts.environments is None:
+        log(f"no second environment: {short}; the scenarios that run alone run after the others")
+        return None
     log(f"a second environment for the scenarios that run alone ({', '.join(alone)})")
     provider = twin(progress=lambda msg: log(f"{ASIDE_LOG}{msg}"))
     env = provider.up()
     stack.callback(provider.down)
     return Aside(provider, env)
+
+
+def _memory_short(clusters: int) -> str:
+    """Why a second environment of `clusters` clusters would not fit in the memory left,
+    with room for the run beside it; "" where it would."""
+    needed = clusters * CLUSTER_MEMORY
+    available = psutil.virtual_memory().available
+    if available >= 2 * needed + MEMORY_ROOM:
+        return ""
+    return (
+        f"{available / GIB:.1f} GiB of memory available, and it needs about"
+        f" {needed / GIB:.1f} GiB with as much again to spare"
+    )
 
 
 def judge(

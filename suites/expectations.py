@@ -40,8 +40,13 @@ def bounds(sc: Scenario, **facts: Any) -> Bounds:
     return derived.with_scenario(**facts) if facts else derived
 
 
-PLACEMENT_ROOM = 15.0  # after a nomination in time, for the copy to be admitted and recorded
-RECORDING_ROOM = 5.0  # for the recorder to see what the API already holds, on a loaded machine
+# after a nomination in time, for the copy to be admitted and recorded (where the check
+# bounds nominations, and the placement only ends the scenario)
+PLACEMENT_ROOM = 15.0
+# for the recorder to see what the API already holds, on a loaded machine: where the check
+# bounds the placement itself (CORE-04, CORE-09), or the nomination the scenario waits for
+# (CORE-07), it has its verdict once past the bound and this
+RECORDING_ROOM = 5.0
 
 
 def placement_timeout(

@@ -231,7 +231,10 @@ def run_lane(
     report_root.mkdir(parents=True, exist_ok=True)
     plan_file = report_root / f"{plan_name}.yaml"
     plan_file.write_text(yaml.safe_dump(entries, sort_keys=False), encoding="utf-8")
-    argv = [*mkdc_command(), "run", "--plan", str(plan_file), *extra]
+    # one environment a run: the lanes keep both cores busy already, and a second for a
+    # baseline's burst and restarts slowed the whole self-test (17 min 26 s against 15:41);
+    # a later --environments in `extra` wins
+    argv = [*mkdc_command(), "run", "--plan", str(plan_file), "--environments", "1", *extra]
     print(f"selftest: {' '.join(argv[1:])} ({', '.join(e.row for e in lane)})", file=sys.stderr)
     code = (runner or _call)(argv)
     return [outcome_of(exp, report_root, names, code) for exp in lane]

@@ -11,6 +11,13 @@ import pytest
 
 from harness import run, versions
 from harness.profile import load_profile
+from harness.run import _memory_short as memory_short  # the real one: the fixture stands in
+
+
+@pytest.fixture(autouse=True)
+def memory_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not this machine's free memory: each test says how much there is where it matters."""
+    monkeypatch.setattr(run, "_memory_short", lambda clusters: "")
 
 
 class Provider:
@@ -79,3 +86,25 @@ def test_asking_for_two_on_a_provider_that_cannot_is_bad_input(monkeypatch) -> N
     monkeypatch.setattr(run, "_report_dir", lambda given: given)
     with pytest.raises(run.UserError, match="--environments 2: the kind provider"):
         run.plan(run.Options(profile="reference", provider="kind", environments=2))
+
+
+def test_none_by_default_where_memory_is_short_but_asked_for_it_is_made(monkeypatch) -> None:
+    monkeypatch.setattr(run, "_memory_short", lambda clusters: "1.0 GiB of memory available")
+    assert second(plan()) == (None, [])
+    aside, made = second(plan(environments=2))
+    assert aside is not None and len(made) == 1
+
+
+class Memory:
+    def __init__(self, available: int) -> None:
+        self.available = available
+
+
+def test_memory_is_short_below_twice_an_environment_and_the_room(monkeypatch) -> None:
+    """A second 1+4 environment: 5 clusters' memory twice, and the room for the run."""
+    needed = 5 * run.CLUSTER_MEMORY
+    enough = 2 * needed + run.MEMORY_ROOM
+    monkeypatch.setattr(run.psutil, "virtual_memory", lambda: Memory(enough))
+    assert memory_short(5) == ""
+    monkeypatch.setattr(run.psutil, "virtual_memory", lambda: Memory(enough - 1))
+    assert "GiB of memory available" in memory_short(5)

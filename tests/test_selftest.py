@@ -147,7 +147,7 @@ def test_run_lane_runs_one_plan_with_each_runs_checks_and_judges_each_report(
     assert [o.ok for o in outcomes] == [True, True, False]  # big-step must fail EXT-01..04
     assert "EXT-01" in outcomes[2].problems[0] and outcomes[0].seconds == 12.5
     [argv] = seen
-    assert argv[-2:] == ["-n", "1"]
+    assert argv[-4:] == ["--environments", "1", "-n", "1"]  # one environment; theirs last
     entries = yaml.safe_load(Path(argv[argv.index("--plan") + 1]).read_text())
     assert [e["profile"] for e in entries] == [e.profile_name for e in lane]
     assert entries[0]["checks"] == ["CORE-01", "CORE-02", "CORE-05", "CORE-03"]
