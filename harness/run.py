@@ -89,7 +89,8 @@ class Options:
     inject_every: float = 45.0  # seconds between two faults
     inject_downtime: float = 5.0  # how long each fault lasts
     # 2: the scenarios that run alone run on a second environment, beside the others;
-    # None: 2 where the provider can make one and the run has such scenarios
+    # None: 2 where the provider can make one, the run has such scenarios and others, and
+    # the memory left holds it (`_second_environment`)
     environments: int | None = None
 
 
@@ -289,9 +290,10 @@ class Aside:
 
 def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> Aside | None:
     """The second environment of a run on an environment of its own, up; None where the
-    provider cannot make one, the run has no scenario that runs alone, faults are injected
-    (into one environment) or --environments 1 said so. Several runs sharing one
-    environment take their turns on it alone. Only where both kinds of scenario run."""
+    provider cannot make one, the run lacks scenarios of either kind (alone, or to run
+    beside them), faults are injected (into one environment), --environments 1 said so, or
+    (unless --environments 2 said so) the memory left would not hold it. Several runs
+    sharing one environment take their turns on it alone."""
     p = plans[0]
     twin = getattr(p.provider, "twin", None)
     if len(plans) > 1:

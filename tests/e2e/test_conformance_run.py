@@ -18,6 +18,8 @@ from tests.e2e.mkdc_cli import (
 )
 
 QUICK = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07"
+# the dispatcher's restart runs alone: on a second environment, beside the quick checks
+ALONE = "EXT-11"
 # the fewest workers every scenario of these checks runs on (CORE-01's needs 3): each worker
 # more is an apiserver, Kueue and their CPU in a suite whose e2e tests share 2 cores
 WORKERS = "3"
@@ -25,10 +27,14 @@ WORKERS = "3"
 
 @pytest.mark.e2e
 def test_reference_conforms_on_the_quick_checks(selected_versions, tmp_path) -> None:
+    """With the dispatcher's restart on a second environment, beside them."""
     report_dir = tmp_path / "report"
-    proc = mkdc_run("reference", report_dir, "--checks", QUICK, "-n", "2", "--workers", WORKERS)
-    assert_conforms(proc, report_dir, QUICK)
+    checks = f"{QUICK},{ALONE}"
+    proc = mkdc_run("reference", report_dir, "--checks", checks, "-n", "2", "--workers", WORKERS)
+    report = assert_conforms(proc, report_dir, checks)
     assert (report_dir / "junit.xml").exists() and (report_dir / "report.html").exists()
+    assert report["environment"]["environments"] == 2
+    assert "second environment: environment ready" in proc.stderr
 
 
 SHAPE = {
