@@ -265,7 +265,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from harness import runplan
-    from harness.run import Options, exit_status, run_all
+    from harness.options import Options
+    from harness.run import exit_status, run_all
 
     def ids(text: str | None) -> tuple[str, ...]:
         return tuple(i.strip() for i in (text or "").split(",") if i.strip())

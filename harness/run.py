@@ -42,14 +42,15 @@ from harness import (
 from harness.dispatcher import DispatcherRunner, StartFailure
 from harness.environment import Environment
 from harness.errors import UserError, one_line, shown, shown_path
+from harness.folding import build_report, due, environment_section, privileges
 from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
+from harness.options import Options
 from harness.procs import Supervisor
 from harness.profile import SHARED, Profile, load_profile
 from harness.providers import FAULTS
-from harness.recording.timeline import Timeline
-from harness.report import UNDECIDED, CheckResult, Report
-from harness.session import EVENTS_FILE, SESSION_ENV, Result, Session, selects
+from harness.report import UNDECIDED, Report
+from harness.session import EVENTS_FILE, SESSION_ENV, Session
 from harness.suite import load as load_suite
 
 SESSION_FILE = "session.json"
@@ -61,37 +62,7 @@ CLUSTER_MEMORY = int(0.37 * GIB)
 MEMORY_ROOM = 2 * GIB  # for the test processes and dispatchers of the run
 REPORT_MARKERS = frozenset({"report.yaml", "results"})  # what says a folder is a report
 DEFAULT_WORKERS = 4
-NO_RECORD = (
-    "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
-    "marked with @pytest.mark.checks for it, or that scenario was not collected)"
-)
-INTERRUPTED = "undecided: the run was interrupted ({how}) before a scenario decided it"
 INTERRUPTED_EXIT = 130
-
-
-@dataclass
-class Options:
-    profile: str
-    provider: str = "local"
-    workers: int | None = None  # None: as many as the profile names, else DEFAULT_WORKERS
-    report_dir: Path = Path("reports")
-    checks: tuple[str, ...] = ()
-    skip_checks: tuple[str, ...] = ()
-    parallel: int = 2
-    full: bool = False  # include slow scenarios (e.g. 5-minute rounds)
-    kueue_version: str | None = None
-    kubernetes_version: str | None = None
-    slacks: dict[str, str] | None = None
-    clusters: tuple[str, ...] = ()  # existing provider: NAME=KUBECONFIG[:CONTEXT]
-    progress: str = progress.HUMAN  # the console: human lines (stderr) or JSON lines (stdout)
-    kind_images: str = "auto"  # kind provider: built here, kind's release, or auto
-    inject: tuple[str, ...] = ()  # environment faults to inject while the suite runs
-    inject_every: float = 45.0  # seconds between two faults
-    inject_downtime: float = 5.0  # how long each fault lasts
-    # 2: the scenarios that run alone run on a second environment, beside the others;
-    # None: 2 where the provider can make one, the run has such scenarios and others, and
-    # the memory left holds it (`_second_environment`)
-    environments: int | None = None
 
 
 def log(msg: str) -> None:
@@ -303,9 +274,9 @@ def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> A
     if twin is None or p.opts.environments == 1 or p.opts.inject:
         return None
     suite = load_suite()
-    due = [c for c, check in suite.catalogue.items() if _due(c, check.feature, p.profile, p.opts)]
-    alone = [c for c in due if suite.runs_alone(c)]
-    if not alone or not any(suite.runs_alone(c) is False for c in due):
+    judged = [c for c, check in suite.catalogue.items() if due(c, check.feature, p.profile, p.opts)]
+    alone = [c for c in judged if suite.runs_alone(c)]
+    if not alone or not any(suite.runs_alone(c) is False for c in judged):
         return None  # nothing to run beside them
     clusters = 1 + len(getattr(p.provider, "worker_names", ()))
     short = _memory_short(clusters)
@@ -639,16 +610,6 @@ def _start_dispatcher(
     return runner, users
 
 
-def privileges(profile: Profile) -> list[str]:
-    """Every rule granted to the dispatcher beyond the baseline role, in words."""
-    if profile.run is None:
-        return []
-    rbac = profile.run.rbac
-    return identity.describe_rules(rbac.cluster_rules, None) + identity.describe_rules(
-        rbac.namespace_rules, NAMESPACE
-    )
-
-
 def _start_failure_report(
     exc: StartFailure,
     profile: Profile,
@@ -661,7 +622,7 @@ def _start_failure_report(
     logs = _collect_logs(env, report_dir)
     Report.for_profile(
         profile,
-        environment=_environment(profile, env, {}, time.monotonic() - started),
+        environment=environment_section(profile, env, {}, time.monotonic() - started),
         privileges=privileges(profile),
         error=f"the dispatcher could not be judged: {exc}",
     ).write_all(report_dir)
@@ -766,109 +727,6 @@ def _last_line(path: Path) -> str:
 def _purge(env: Environment, run_id: str, *, wait: bool, keep: list[tuple[str, str]]) -> None:
     with contextlib.suppress(Exception):
         inventory.purge(env, run_id, wait=wait, keep=keep)
-
-
-def build_report(
-    profile: Profile,
-    env: Environment,
-    report_dir: Path,
-    opts: Options,
-    wall: float,
-    interrupted: str = "",
-) -> Report:
-    """Fold the per-scenario result files into one result per check, and explain what
-    went wrong across them (findings). A check this run should have decided and for which
-    no scenario recorded anything (its scenario marker lost, say, or the run `interrupted`
-    by that signal) is undecided, not absent."""
-    suite = load_suite()
-    records = [json.loads(p.read_text()) for p in sorted((report_dir / "results").glob("*.json"))]
-    by_check: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        by_check.setdefault(record["check"], []).append(record)
-    results = []
-    for check_id, check in suite.catalogue.items():
-        # the worst result of a check over its scenarios is its result
-        recs = sorted(by_check.get(check_id, []), key=lambda r: Result(r["result"]).rank)
-        if not recs:
-            if _due(check_id, check.feature, profile, opts):
-                why = INTERRUPTED.format(how=interrupted) if interrupted else NO_RECORD
-                results.append(CheckResult(check_id, check.name, UNDECIDED, why))
-            continue
-        worst = recs[0]
-        message = worst.get("message", "") if worst["result"] != "passed" else ""
-        results.append(
-            CheckResult(
-                id=check_id,
-                name=check.name,
-                result=worst["result"],
-                message=message,
-                duration_seconds=round(sum(r.get("durationSeconds", 0.0) for r in recs), 1),
-                timeline=Timeline.from_list(worst["timeline"]) if worst.get("timeline") else None,
-                measured=worst.get("measured") or {},
-            )
-        )
-    cards = {_test_name(r["scenario"]): r["scorecard"] for r in records if r.get("scorecard")}
-    environment = _environment(profile, env, scenario.Shape.of(profile).to_report(), wall)
-    card = suite.merge_scorecards(cards.values()) if cards else {}
-    card.pop("samples", None)
-    card["perScenario"] = {
-        name: {k: v for k, v in c.items() if k != "samples"} for name, c in sorted(cards.items())
-    }
-    return Report.for_profile(
-        profile,
-        results,
-        environment=environment,
-        timeouts=_timeouts(profile, opts),
-        scorecard=card,
-        privileges=privileges(profile),
-        findings=suite.findings(records, profile.claims.to_dict()),
-    )
-
-
-def _due(check_id: str, feature: str | None, profile: Profile, opts: Options) -> bool:
-    """Whether this run was to decide the check: selected, and core or claimed."""
-    chosen = selects(check_id, opts.checks, opts.skip_checks)
-    return chosen and (feature is None or profile.claims.claims(feature))
-
-
-def _timeouts(profile: Profile, opts: Options) -> dict[str, Any]:
-    """The report's `timeouts`: the slacks and round timeout every scenario's bounds use
-    (from the claims and --slack, the same for every scenario, so also known when the
-    checks that ran first were not supported). {} when they are invalid: then no
-    scenario could judge anything either."""
-    try:
-        return load_suite().timeouts(profile.claims.to_dict(), opts.slacks)
-    except ValueError:
-        return {}
-
-
-def _environment(
-    profile: Profile, env: Environment, shape: dict[str, Any], wall: float
-) -> dict[str, Any]:
-    """The report's environment section: what ran, and how the dispatcher was run."""
-    how = "built into Kueue"
-    if profile.run is not None:
-        how = "pod environment" if profile.run.pod_environment else "process"
-        if profile.run.image is not None:
-            how = f"container image {profile.run.image}"
-    return {
-        "provider": env.provider,
-        "kubernetesVersion": env.kubernetes_version,
-        "kueueVersion": env.kueue_version,
-        "workers": len(env.workers),
-        "workerNames": [w.name for w in env.workers],
-        "nominationWriteMode": env.nomination_write_mode or "n/a (built-in dispatcher)",
-        "dispatcherRun": how,
-        "clusterScope": profile.environment.cluster_scope,
-        "shape": shape,
-        "kueueApiVersion": profile.environment.api_version or "any served",
-        "wallSeconds": round(wall, 1),
-    }
-
-
-def _test_name(scenario: str) -> str:
-    """A scenario's name without its random suffix (the test it ran for)."""
-    return scenario.rsplit("-", 1)[0]
 
 
 def _provider_logs(provider: Any) -> None:

@@ -24,7 +24,7 @@ import yaml
 
 from harness.counts import MAX_COUNT, valid_count
 from harness.errors import UserError, shown, shown_path
-from harness.run import Options
+from harness.options import Options
 from harness.userfiles import read_text
 
 MAX_PLAN_BYTES = 1 << 20

@@ -31,8 +31,8 @@ from typing import Any
 import yaml
 
 from dispatchers.faulty.faults import FAULTS
+from harness.options import Options
 from harness.profile import load_profile
-from harness.run import Options
 from harness.run import plan as run_plan
 from harness.session import Result
 from suites.checks import CATALOGUE

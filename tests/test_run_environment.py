@@ -12,6 +12,7 @@ import yaml
 from harness import kube, run
 from harness.environment import Environment
 from harness.errors import UserError
+from harness.options import Options
 from harness.profile import Profile, load_profile
 
 PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
@@ -57,12 +58,12 @@ def test_extended_resources_get_limits_equal_to_requests() -> None:
 
 def test_workers_are_named_as_the_profile_names_them(tmp_path: Path) -> None:
     plain = shaped(tmp_path, {})
-    assert run.worker_names(run.Options(profile="p"), plain) == [f"worker{i}" for i in (1, 2, 3, 4)]
-    assert run.worker_names(run.Options(profile="p", workers=2), plain) == ["worker1", "worker2"]
+    assert run.worker_names(Options(profile="p"), plain) == [f"worker{i}" for i in (1, 2, 3, 4)]
+    assert run.worker_names(Options(profile="p", workers=2), plain) == ["worker1", "worker2"]
     named = shaped(tmp_path, {"clusters": ["east-cluster", "west-cluster"]})
-    assert run.worker_names(run.Options(profile="p"), named) == ["east-cluster", "west-cluster"]
+    assert run.worker_names(Options(profile="p"), named) == ["east-cluster", "west-cluster"]
     with pytest.raises(UserError, match="--workers 3 but profile .* names 2"):
-        run.worker_names(run.Options(profile="p", workers=3), named)
+        run.worker_names(Options(profile="p", workers=3), named)
 
 
 def test_a_dispatcher_dead_at_start_leaves_its_log_and_a_report(tmp_path: Path) -> None:

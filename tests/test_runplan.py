@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from harness import runplan
-from harness.run import Options, exit_status, plan
+from harness.options import Options
+from harness.run import exit_status, plan
 from tests.bad_input import expect_one_line, forbid_side_effects, run_cli
 from tests.bad_input import sandbox as make_sandbox
 

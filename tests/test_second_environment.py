@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import run, versions
+from harness.options import Options
 from harness.profile import load_profile
 from harness.run import _memory_short as memory_short  # the real one: the fixture stands in
 
@@ -45,7 +46,7 @@ class OneEnvironmentOnly:
 
 
 def plan(provider=None, **options) -> run.Plan:
-    opts = run.Options(profile="reference", **options)
+    opts = Options(profile="reference", **options)
     defaults = versions.select(None, None)
     return run.Plan(opts, load_profile("reference"), defaults, Path("r"), provider or Provider())
 
@@ -85,7 +86,7 @@ def test_asking_for_two_on_a_provider_that_cannot_is_bad_input(monkeypatch) -> N
     monkeypatch.setattr(run, "make_provider", lambda *_: OneEnvironmentOnly())
     monkeypatch.setattr(run, "_report_dir", lambda given: given)
     with pytest.raises(run.UserError, match="--environments 2: the kind provider"):
-        run.plan(run.Options(profile="reference", provider="kind", environments=2))
+        run.plan(Options(profile="reference", provider="kind", environments=2))
 
 
 def test_none_by_default_where_memory_is_short_but_asked_for_it_is_made(monkeypatch) -> None:

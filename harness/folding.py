@@ -1,0 +1,137 @@
+"""A run's report: the per-scenario result files its test processes wrote, folded into
+one result per check, with the environment, timeouts, scorecard and findings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness import identity, scenario
+from harness.environment import Environment
+from harness.kueue_install import NAMESPACE
+from harness.options import Options
+from harness.profile import Profile
+from harness.recording.timeline import Timeline
+from harness.report import UNDECIDED, CheckResult, Report
+from harness.session import Result, selects
+from harness.suite import load as load_suite
+
+NO_RECORD = (
+    "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
+    "marked with @pytest.mark.checks for it, or that scenario was not collected)"
+)
+INTERRUPTED = "undecided: the run was interrupted ({how}) before a scenario decided it"
+
+
+def build_report(
+    profile: Profile,
+    env: Environment,
+    report_dir: Path,
+    opts: Options,
+    wall: float,
+    interrupted: str = "",
+) -> Report:
+    """Fold the per-scenario result files into one result per check, and explain what
+    went wrong across them (findings). A check this run should have decided and for which
+    no scenario recorded anything (its scenario marker lost, say, or the run `interrupted`
+    by that signal) is undecided, not absent."""
+    suite = load_suite()
+    records = [json.loads(p.read_text()) for p in sorted((report_dir / "results").glob("*.json"))]
+    by_check: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_check.setdefault(record["check"], []).append(record)
+    results = []
+    for check_id, check in suite.catalogue.items():
+        # the worst result of a check over its scenarios is its result
+        recs = sorted(by_check.get(check_id, []), key=lambda r: Result(r["result"]).rank)
+        if not recs:
+            if due(check_id, check.feature, profile, opts):
+                why = INTERRUPTED.format(how=interrupted) if interrupted else NO_RECORD
+                results.append(CheckResult(check_id, check.name, UNDECIDED, why))
+            continue
+        worst = recs[0]
+        message = worst.get("message", "") if worst["result"] != "passed" else ""
+        results.append(
+            CheckResult(
+                id=check_id,
+                name=check.name,
+                result=worst["result"],
+                message=message,
+                duration_seconds=round(sum(r.get("durationSeconds", 0.0) for r in recs), 1),
+                timeline=Timeline.from_list(worst["timeline"]) if worst.get("timeline") else None,
+                measured=worst.get("measured") or {},
+            )
+        )
+    cards = {_test_name(r["scenario"]): r["scorecard"] for r in records if r.get("scorecard")}
+    environment = environment_section(profile, env, scenario.Shape.of(profile).to_report(), wall)
+    card = suite.merge_scorecards(cards.values()) if cards else {}
+    card.pop("samples", None)
+    card["perScenario"] = {
+        name: {k: v for k, v in c.items() if k != "samples"} for name, c in sorted(cards.items())
+    }
+    return Report.for_profile(
+        profile,
+        results,
+        environment=environment,
+        timeouts=_timeouts(profile, opts),
+        scorecard=card,
+        privileges=privileges(profile),
+        findings=suite.findings(records, profile.claims.to_dict()),
+    )
+
+
+def due(check_id: str, feature: str | None, profile: Profile, opts: Options) -> bool:
+    """Whether this run was to decide the check: selected, and core or claimed."""
+    chosen = selects(check_id, opts.checks, opts.skip_checks)
+    return chosen and (feature is None or profile.claims.claims(feature))
+
+
+def _timeouts(profile: Profile, opts: Options) -> dict[str, Any]:
+    """The report's `timeouts`: the slacks and round timeout every scenario's bounds use
+    (from the claims and --slack, the same for every scenario, so also known when the
+    checks that ran first were not supported). {} when they are invalid: then no
+    scenario could judge anything either."""
+    try:
+        return load_suite().timeouts(profile.claims.to_dict(), opts.slacks)
+    except ValueError:
+        return {}
+
+
+def environment_section(
+    profile: Profile, env: Environment, shape: dict[str, Any], wall: float
+) -> dict[str, Any]:
+    """The report's environment section: what ran, and how the dispatcher was run."""
+    how = "built into Kueue"
+    if profile.run is not None:
+        how = "pod environment" if profile.run.pod_environment else "process"
+        if profile.run.image is not None:
+            how = f"container image {profile.run.image}"
+    return {
+        "provider": env.provider,
+        "kubernetesVersion": env.kubernetes_version,
+        "kueueVersion": env.kueue_version,
+        "workers": len(env.workers),
+        "workerNames": [w.name for w in env.workers],
+        "nominationWriteMode": env.nomination_write_mode or "n/a (built-in dispatcher)",
+        "dispatcherRun": how,
+        "clusterScope": profile.environment.cluster_scope,
+        "shape": shape,
+        "kueueApiVersion": profile.environment.api_version or "any served",
+        "wallSeconds": round(wall, 1),
+    }
+
+
+def _test_name(scenario: str) -> str:
+    """A scenario's name without its random suffix (the test it ran for)."""
+    return scenario.rsplit("-", 1)[0]
+
+
+def privileges(profile: Profile) -> list[str]:
+    """Every rule granted to the dispatcher beyond the baseline role, in words."""
+    if profile.run is None:
+        return []
+    rbac = profile.run.rbac
+    return identity.describe_rules(rbac.cluster_rules, None) + identity.describe_rules(
+        rbac.namespace_rules, NAMESPACE
+    )
