@@ -122,9 +122,9 @@ def environment_section(
     }
 
 
-def _test_name(scenario: str) -> str:
+def _test_name(name: str) -> str:
     """A scenario's name without its random suffix (the test it ran for)."""
-    return scenario.rsplit("-", 1)[0]
+    return name.rsplit("-", 1)[0]
 
 
 def privileges(profile: Profile) -> list[str]:

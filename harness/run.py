@@ -278,11 +278,13 @@ def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> A
     alone = [c for c in judged if suite.runs_alone(c)]
     if not alone or not any(suite.runs_alone(c) is False for c in judged):
         return None  # nothing to run beside them
-    clusters = 1 + len(getattr(p.provider, "worker_names", ()))
-    short = _memory_short(clusters)
-    if short and p.opts.environments is None:
-        log(f"no second environment: {short}; the scenarios that run alone run after the others")
-        return None
+    if p.opts.environments is None:  # --environments 2: whatever the memory
+        short = _memory_short(1 + len(getattr(p.provider, "worker_names", ())))
+        if short:
+            log(
+                f"no second environment: {short}; the scenarios that run alone run after the others"
+            )
+            return None
     log(f"a second environment for the scenarios that run alone ({', '.join(alone)})")
     provider = twin(progress=lambda msg: log(f"{ASIDE_LOG}{msg}"))
     env = provider.up()
@@ -337,7 +339,9 @@ def judge(
         wait = not provider.discards_clusters
         stack.callback(lambda: _purge(env, run_id, wait=wait, keep=keep))
         _require_api_version(env, profile.environment.api_version)
-        stage = functools.partial(_stage, p, run_id=run_id, stack=stack, started=started)
+        stage = functools.partial(
+            _stage, p, common=common, run_id=run_id, stack=stack, started=started
+        )
         session, runner = stage(provider, env)
         session_file = session.write(env.run_dir / SESSION_FILE)
         runners, aside_file = [runner], None
@@ -395,9 +399,8 @@ def judge(
                 report.environment["faultsNotInjected"] = injector.errors
         summary = report.summary()
         if summary["failed"] or summary["undecided"]:
-            for each in runners:
-                if each is not None:
-                    each.save_logs()
+            for each in filter(None, runners):
+                each.save_logs()
             _provider_logs(provider)
             _collect_logs(env, report_dir)
             if aside is not None:
@@ -430,24 +433,24 @@ def _stage(
     provider: Any,
     env: Environment,
     *,
+    common: list[dict[str, Any]],
     run_id: str,
     stack: contextlib.ExitStack,
     started: float,
     events: Path | None = None,
     where: str = "",
 ) -> tuple[Session, DispatcherRunner | None]:
-    """One environment readied for the suite: the objects every scenario uses, the
-    dispatcher started on it, its control channel open; the session its test processes
-    read. What it starts stops with `stack`."""
+    """One environment readied for the suite: the `common` objects every scenario uses,
+    the dispatcher started on it, its control channel open; the session its test
+    processes read. What it starts stops with `stack`."""
     profile, opts = p.profile, p.opts
-    shape = scenario.Shape.of(profile)
     # cluster-scoped objects every scenario uses; ones that already exist stay untouched
     for cluster in env.clusters:
-        for doc in scenario.shared_documents(shape):
+        for doc in common:
             kube.create_if_absent(cluster.dyn, inventory.label(doc, run_id))
     if profile.environment.cluster_scope == SHARED:
         # before the dispatcher starts, so one that looks only once sees it all
-        scenario.create_shared_scope(env, shape, run_id)
+        scenario.create_shared_scope(env, scenario.Shape.of(profile), run_id)
     users: frozenset[str] = frozenset()
     runner = None
     audit_from = _audit_size(env)  # the audit log before it is earlier runs'
