@@ -1,5 +1,7 @@
 """How the throw-away build modules pin their dependencies."""
 
+from pathlib import Path
+
 from harness import toolchain, versions
 
 # what `go list -deps -f MODULE_OF_EACH_PACKAGE` prints: a line per package, the
@@ -47,3 +49,12 @@ def test_only_kwok_is_built_against_another_components_pins() -> None:
     assert kwok.built_against == kueue
     assert kwok.key == f"kwok-{kwok.version}+kueue-{kueue.version}"
     assert kueue.key == f"kueue-{kueue.version}"
+
+
+def test_the_makefiles_go_commands_compile_as_mkdc_bins_does() -> None:
+    """`go vet` and `go test` of the Go example find its dependencies in Go's build cache
+    only when their compile flags are the upstream builds' (the cache key includes them);
+    otherwise a fresh machine's first `make test` compiles them all again."""
+    makefile = (Path(__file__).parent.parent / "Makefile").read_text()
+    line = next(x for x in makefile.splitlines() if x.startswith("GO_BUILD_FLAGS :="))
+    assert tuple(line.split(":=", 1)[1].split()) == toolchain.COMPILE_FLAGS
