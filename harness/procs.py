@@ -20,7 +20,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,21 +286,47 @@ def run_group(
     Interrupted here (Ctrl-C, or SIGTERM turned into KeyboardInterrupt), the group gets
     SIGINT, so pytest ends its scenarios and says so, then SIGKILL after `grace` seconds
     or at a second interrupt; the interrupt is then raised again."""
-    return run_groups([(argv, env)], out, grace=grace)[0]
+    return run_lanes([[Step(argv, env)]], out, grace=grace)[0]
 
 
-def run_groups(
-    commands: Sequence[tuple[list[str], dict[str, str] | None]],
-    out: IO[bytes],
-    *,
-    grace: float = 20.0,
-) -> list[int]:
-    """`run_group` for several commands (argv, env) at once, all output to `out`; their
-    exit codes, in order. An interrupt reaches every group still running."""
-    popens = [spawn(argv, out, env=env) for argv, env in commands]
+LANE_POLL = 0.1  # seconds between looks at the lanes' running steps
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a `run_lanes` lane."""
+
+    argv: list[str]
+    env: dict[str, str] | None = None
+    when: Callable[[], bool] | None = None  # asked once the step is due; False skips it
+
+
+def run_lanes(lanes: Sequence[Sequence[Step]], out: IO[bytes], *, grace: float = 20.0) -> list[int]:
+    """`run_group` for lanes at once, each lane's steps one after the other, all output to
+    `out`; the exit codes of the steps that ran, lane by lane. A step's `when` is asked
+    once the step before it has ended, so it can decide on what that one did. An
+    interrupt reaches every group still running, and no further step starts."""
+    waiting = [list(lane) for lane in lanes]
+    running: list[subprocess.Popen | None] = [None] * len(lanes)
+    codes: list[list[int]] = [[] for _ in lanes]
     try:
-        return [popen.wait() for popen in popens]
+        while True:
+            for i, steps in enumerate(waiting):
+                popen = running[i]
+                if popen is not None:
+                    if popen.poll() is None:
+                        continue
+                    codes[i].append(popen.returncode)
+                    running[i] = None
+                while steps and running[i] is None:
+                    step = steps.pop(0)
+                    if step.when is None or step.when():
+                        running[i] = spawn(step.argv, out, env=step.env)
+            if not any(running):
+                return [code for lane in codes for code in lane]
+            time.sleep(LANE_POLL)
     except KeyboardInterrupt:
+        popens = [popen for popen in running if popen is not None]
         for popen in popens:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(popen.pid, signal.SIGINT)

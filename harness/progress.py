@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from harness import slots
 from harness.session import Result
 
 RUN_START = "run-start"
@@ -93,7 +94,8 @@ class Progress:
     scaled by how fast this run's finished scenarios went against theirs; one without a
     history takes the mean of those finished (DEFAULT_SCENARIO_SECONDS before any); less
     what a running one has already taken; `parallel` at a time, then the exclusive ones
-    alone (or beside them, on a second environment: `aside`). Without the history the
+    alone (or beside them, on a second environment that the first joins once its own are
+    done: `aside`). Without the history the
     estimate ran short: the long scenarios (restarts, bursts) are the ones left at the end."""
 
     total: int = 0
@@ -160,7 +162,7 @@ class Progress:
         """Seconds left, estimated; None while no scenario is known."""
         if not self.planned:
             return None
-        shared_work = shared_longest = exclusive = 0.0
+        shared_work = shared_longest = exclusive = exclusive_longest = 0.0
         for test, alone in self.planned.items():
             if test in self.finished:
                 continue
@@ -169,11 +171,15 @@ class Progress:
                 rest = max(each - (now - self.running[test]), 0.1 * each)
             if alone:
                 exclusive += rest
+                exclusive_longest = max(exclusive_longest, rest)
             else:
                 shared_work += rest
                 shared_longest = max(shared_longest, rest)
         shared = max(shared_work / self.parallel, shared_longest)
-        return round(max(shared, exclusive) if self.aside else shared + exclusive, 1)
+        if not self.aside:
+            return round(shared + exclusive, 1)
+        # the second environment runs them from the start, the first joins in after its own
+        return round(max(shared, (shared + exclusive) / 2, exclusive_longest), 1)
 
     def expected(self, test: str = "") -> float:
         """What scenario ``test`` (any scenario, without one) is expected to take."""
@@ -348,10 +354,14 @@ class Reporter:
         with self._lock:
             self._drain()
 
-    def exclusive_planned(self) -> bool:
-        """Whether a collection so far planned a scenario that must run alone."""
+    def alone_left(self, claims: Path | None = None) -> bool:
+        """Whether a collection so far planned a scenario that must run alone that no
+        environment has taken from `claims` (`harness.slots.claim`)."""
         self.pump()
-        return any(self.progress.planned.values())
+        return any(
+            alone and (claims is None or not slots.claimed(claims, test))
+            for test, alone in self.progress.planned.items()
+        )
 
     def _drain(self) -> None:
         for event in self._follower.read():

@@ -36,6 +36,7 @@ from harness import (
     progress,
     rundir,
     scenario,
+    slots,
     toolchain,
     versions,
 )
@@ -333,6 +334,11 @@ def judge(
         (report_dir / "results").mkdir(parents=True)
         for stale in (EVENTS_FILE, faults.LOG_FILE):  # an earlier run's on this environment
             (env.run_dir / stale).unlink(missing_ok=True)
+        claims = None  # one environment runs every scenario that runs alone
+        if aside is not None:  # two take them in turn
+            claims = env.run_dir / slots.CLAIMS_DIR
+            shutil.rmtree(claims, ignore_errors=True)
+            claims.mkdir(mode=0o700)
         run_id = inventory.new_run_id()
         common = scenario.shared_documents(scenario.Shape.of(profile))
         keep = [(d["kind"], d["metadata"]["name"]) for d in common] if handing_on else []
@@ -340,7 +346,7 @@ def judge(
         stack.callback(lambda: _purge(env, run_id, wait=wait, keep=keep))
         _require_api_version(env, profile.environment.api_version)
         stage = functools.partial(
-            _stage, p, common=common, run_id=run_id, stack=stack, started=started
+            _stage, p, common=common, run_id=run_id, stack=stack, started=started, claims=claims
         )
         session, runner = stage(provider, env)
         session_file = session.write(env.run_dir / SESSION_FILE)
@@ -377,7 +383,11 @@ def judge(
         injector = _injector(opts, provider, env) if opts.inject else None
         try:
             code = _pytest(
-                session_file, parallel, pytest_log, reporter.exclusive_planned, aside_file
+                session_file,
+                parallel,
+                pytest_log,
+                functools.partial(reporter.alone_left, claims),
+                aside_file,
             )
         except KeyboardInterrupt as exc:  # the scenarios are stopped: report what they did
             interrupted, code = str(exc) or "SIGINT", 0
@@ -439,6 +449,7 @@ def _stage(
     started: float,
     events: Path | None = None,
     where: str = "",
+    claims: Path | None = None,
 ) -> tuple[Session, DispatcherRunner | None]:
     """One environment readied for the suite: the `common` objects every scenario uses,
     the dispatcher started on it, its control channel open; the session its test
@@ -482,6 +493,7 @@ def _stage(
         worker_secrets=env.info.get("workerSecrets", {}),
         audit_from=audit_from,
         events=events,
+        claims=claims,
     )
     return session, runner
 
@@ -676,16 +688,18 @@ def _pytest(
     session_file: Path,
     parallel: int,
     log_file: Path,
-    exclusive_planned: Callable[[], bool],
+    alone_left: Callable[[], bool],
     aside: Path | None = None,
 ) -> int:
     """Scenarios in parallel, then those that kill the dispatcher or load Kueue on purpose,
     alone, in a pytest of their own: beside them no other test process watches the
     clusters and tails the audit log (with all in one pytest, the other process's
     recorder was running beside the 100-workload burst when it missed its bound). The
-    second pytest runs only if the first one's collection `exclusive_planned` some:
-    starting it for nothing cost a run 4 to 10 s. With an `aside` session (a second
-    environment of their own) the two run at once.
+    second pytest runs only if `alone_left` says the collections so far planned some
+    that no environment has taken: starting it for nothing cost a run 4 to 10 s. With an
+    `aside` session (a second environment of their own) a third pytest runs them there
+    from the start; each environment's takes the next one neither has (`harness.slots`),
+    so the first joins in once its other scenarios are done.
 
     pytest's own output, tracebacks included, goes to `log_file`; the console shows the
     progress. Each pytest is a process group of its own that dies with this process
@@ -700,14 +714,12 @@ def _pytest(
     if parallel > 1:
         shared += ["-n", str(parallel)]
     alone = [*base, "-m", "exclusive"]
+    here = _pytest_env(session_file)
+    lanes = [[procs.Step(shared, here), procs.Step(alone, here, when=alone_left)]]
+    if aside is not None:
+        lanes.append([procs.Step(alone, _pytest_env(aside))])
     with log_file.open("ab") as out:
-        if aside is not None:
-            commands = [(shared, _pytest_env(session_file)), (alone, _pytest_env(aside))]
-            codes = procs.run_groups(commands, out)
-        else:
-            codes = [procs.run_group(shared, out, env=_pytest_env(session_file))]
-            if exclusive_planned():
-                codes.append(procs.run_group(alone, out, env=_pytest_env(session_file)))
+        codes = procs.run_lanes(lanes, out)
     # 5 = nothing selected in a phase (e.g. filtered out), which is fine here
     return max(0 if c == 5 else c for c in codes)
 

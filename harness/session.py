@@ -60,6 +60,9 @@ class Session:
     worker_secrets: dict[str, str] = field(default_factory=dict)
     audit_from: int = 0  # where this run's part of the manager's audit log begins
     events: Path | None = None  # None: in the environment's run directory
+    # where a run on two environments claims the scenarios that run alone (harness.slots):
+    # the same folder in both environments' sessions; None: this process runs them all
+    claims: Path | None = None
 
     @property
     def results_dir(self) -> Path:
@@ -91,6 +94,7 @@ class Session:
             "workerSecrets": dict(self.worker_secrets),
             "auditFrom": self.audit_from,
             "events": str(self.events) if self.events else None,
+            "claims": str(self.claims) if self.claims else None,
         }
 
     @classmethod
@@ -111,6 +115,7 @@ class Session:
             worker_secrets=dict(doc.get("workerSecrets") or {}),
             audit_from=int(doc.get("auditFrom") or 0),
             events=Path(doc["events"]) if doc.get("events") else None,
+            claims=Path(doc["claims"]) if doc.get("claims") else None,
         )
 
     def write(self, path: Path) -> Path:

@@ -8,12 +8,15 @@ workers would delay every other scenario's workloads by tens of seconds and fail
 latency bounds for a reason that is not theirs.
 
 Across pytest-xdist processes this is two flock(2) locks in the run directory: the
-turnstile makes a waiting exclusive holder block newcomers, so it is not starved.
+turnstile makes a waiting exclusive holder block newcomers, so it is not starved. Across
+a run's two environments, a scenario that runs alone is claimed by the one that runs it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,3 +47,31 @@ def scenario_slot(run_dir: Path, *, exclusive: bool) -> Iterator[None]:
         pass  # wait behind an exclusive holder that is waiting or running
     with _locked(slot, fcntl.LOCK_SH):
         yield
+
+
+CLAIMS_DIR = "claims"
+
+
+def claim(claims: Path, test: str) -> bool:
+    """Take scenario `test` for this process; False where another already has it.
+
+    A run whose scenarios that run alone go to its second environment lets its first one
+    take them too once its other scenarios are done: each process takes the next one
+    nobody has, so the two finish near each other whatever each scenario takes. One file
+    per scenario, made with O_EXCL: exactly one of the processes makes it."""
+    try:
+        fd = os.open(_claim_file(claims, test), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as handle:
+        handle.write(test)
+    return True
+
+
+def claimed(claims: Path, test: str) -> bool:
+    """Whether a process has taken scenario `test`."""
+    return _claim_file(claims, test).exists()
+
+
+def _claim_file(claims: Path, test: str) -> Path:
+    return claims / hashlib.sha256(test.encode()).hexdigest()[:32]

@@ -9,6 +9,10 @@ whatever the suite.
 - The process that sees every test's reports (the xdist controller, or pytest alone)
   reports the end of each test that ran with its outcome, so the progress stream
   learns of a scenario that broke before it could say anything itself.
+- Where the session names a claims folder (a run on two environments), a test that runs
+  alone (marked `exclusive`) runs only if this process claims it first; the other
+  environment's process runs it otherwise, and here it is skipped before it starts, so
+  it reports nothing (`harness.slots.claim`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from harness import procs, progress, session
+from harness import procs, progress, session, slots
 
 CONTROLLER = "mkdc_controller_pid"  # the controller's pid, handed to each worker
 
@@ -39,6 +43,15 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_configure_node(node: Any) -> None:
     """xdist, in the controller: tell the worker whose death to follow."""
     node.workerinput[CONTROLLER] = os.getpid()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    claims = session.current().claims
+    if claims is None or item.get_closest_marker("exclusive") is None:
+        return
+    if item.get_closest_marker("skip") is None and not slots.claim(claims, item.nodeid):
+        pytest.skip("run on the run's other environment")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

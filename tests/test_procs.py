@@ -119,17 +119,33 @@ def test_a_group_runs_to_its_end_and_returns_its_exit_code(tmp_path):
     assert code == 3 and (tmp_path / "out.log").read_text() == "to-the-log\n"
 
 
-def test_groups_run_at_once_and_return_their_codes_in_order(tmp_path):
+def test_lanes_run_at_once_and_return_their_codes_in_order(tmp_path):
     """Each waits for the other's file: one after the other, the first would time out."""
     a, b = tmp_path / "a", tmp_path / "b"
 
-    def waits_for(mine: Path, theirs: Path, code: int) -> list[str]:
+    def waits_for(mine: Path, theirs: Path, code: int) -> procs.Step:
         script = f"touch {mine}; while [ ! -f {theirs} ]; do sleep 0.05; done; exit {code}"
-        return ["timeout", "20", "/bin/sh", "-c", script]
+        return procs.Step(["timeout", "20", "/bin/sh", "-c", script])
 
     with (tmp_path / "out.log").open("ab") as out:
-        codes = procs.run_groups([(waits_for(a, b, 4), None), (waits_for(b, a, 0), None)], out)
+        codes = procs.run_lanes([[waits_for(a, b, 4)], [waits_for(b, a, 0)]], out)
     assert codes == [4, 0]
+
+
+def test_a_lanes_steps_run_one_after_the_other_each_asked_when_due(tmp_path):
+    """A step's `when` sees what the step before it did; False skips just that step."""
+    log = tmp_path / "order"
+
+    def step(name: str, code: int = 0, when=None) -> procs.Step:
+        return procs.Step(["/bin/sh", "-c", f"echo {name} >> {log}; exit {code}"], when=when)
+
+    def first_ran() -> bool:
+        return log.read_text().splitlines() == ["first"]
+
+    lane = [step("first", 2), step("skipped", when=lambda: False), step("third", when=first_ran)]
+    with (tmp_path / "out.log").open("ab") as out:
+        codes = procs.run_lanes([lane], out)
+    assert codes == [2, 0] and log.read_text().splitlines() == ["first", "third"]
 
 
 def test_an_interrupted_group_gets_sigint_then_sigkill_and_the_interrupt_goes_on(tmp_path):

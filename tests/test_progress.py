@@ -78,13 +78,25 @@ def test_estimate_before_any_scenario_finished_uses_the_default() -> None:
     assert p.eta(T0) == pytest.approx(3 * each / 2 + each)
 
 
-def test_estimate_with_a_second_environment_is_the_longer_of_the_two() -> None:
+def test_estimate_with_a_second_environment_shares_the_alone_ones_out() -> None:
+    """The second environment runs the exclusive ones from the start; the first takes
+    what is left of them once its shared ones are done."""
     p = Progress()
     scenarios = plan((A, False), (B, False), (C, False), (BURST, True), (RESTART, True), at=0)
     fed(p, start(parallel=2, aside=True), scenarios)
     each = progress.DEFAULT_SCENARIO_SECONDS
-    # the exclusive ones one after the other, beside the shared ones two at a time
-    assert p.eta(T0) == pytest.approx(max(3 * each / 2, 2 * each))
+    # 1.5 of shared on the first, 2 of exclusive on the second: the first helps for 0.25
+    assert p.eta(T0) == pytest.approx((3 * each / 2 + 2 * each) / 2)
+
+
+def test_estimate_with_a_second_environment_is_never_under_a_side_alone() -> None:
+    """No sharing makes the shared work shorter, nor splits one exclusive scenario."""
+    shared_heavy = Progress()
+    fed(shared_heavy, start(parallel=1, aside=True), plan((A, False), (B, False), (BURST, True)))
+    assert shared_heavy.eta(T0) == pytest.approx(2 * progress.DEFAULT_SCENARIO_SECONDS)
+    one_long = Progress(history={A: 20.0, BURST: 400.0})
+    fed(one_long, start(parallel=2, aside=True), plan((A, False), (BURST, True)))
+    assert one_long.eta(T0) == pytest.approx(400.0)
 
 
 def test_estimate_learns_from_finished_scenarios_and_counts_running_ones() -> None:

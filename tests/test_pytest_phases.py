@@ -1,5 +1,6 @@
 """A run's scenarios: the parallel pytest, then the one for scenarios that must run alone,
-started only when the first one's collection planned some."""
+started only when some are left to run; on two environments, a third pytest runs those
+on the second from the start."""
 
 from __future__ import annotations
 
@@ -7,54 +8,50 @@ from pathlib import Path
 
 import pytest
 
-from harness import run
+from harness import procs, run
 
 
-def phases(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, planned: bool, codes: list[int]):
-    calls: list[list[str]] = []
+def lanes_of(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, aside: Path | None = None):
+    """The lanes `_pytest` hands to `run_lanes`, and its exit code for `codes`."""
+    seen: list[list[list[procs.Step]]] = []
 
-    def run_group(argv: list[str], out, *, env=None) -> int:
-        calls.append(argv)
-        return codes[len(calls) - 1]
+    def run_lanes(lanes, out, codes=(0, 1)) -> list[int]:
+        seen.append([list(lane) for lane in lanes])
+        return list(codes)
 
-    monkeypatch.setattr(run.procs, "run_group", run_group)
-    code = run._pytest(tmp_path / "session.json", 2, tmp_path / "pytest.log", lambda: planned)
-    return code, calls
-
-
-def test_the_alone_phase_runs_only_when_planned(monkeypatch, tmp_path):
-    code, calls = phases(monkeypatch, tmp_path, planned=False, codes=[0])
-    assert code == 0
-    assert len(calls) == 1 and calls[0][-4:] == ["-m", "not exclusive", "-n", "2"]
-    code, calls = phases(monkeypatch, tmp_path, planned=True, codes=[0, 1])
-    assert code == 1  # the worse of the two
-    assert "not exclusive" in calls[0] and calls[1][-2:] == ["-m", "exclusive"]
-    assert "-n" not in calls[1]  # alone: no parallel workers
-
-
-def test_nothing_selected_in_a_phase_is_not_a_failure(monkeypatch, tmp_path):
-    code, _ = phases(monkeypatch, tmp_path, planned=True, codes=[5, 0])
-    assert code == 0
-
-
-def test_with_a_second_environment_both_phases_run_at_once(monkeypatch, tmp_path):
-    """Each on its own session (its environment), started together."""
-    batches: list[list[tuple[list[str], dict]]] = []
-
-    def run_groups(commands, out) -> list[int]:
-        batches.append(commands)
-        return [0, 1]
-
-    monkeypatch.setattr(run.procs, "run_groups", run_groups)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    aside = tmp_path / "b" / "session.json"
+    monkeypatch.setattr(run.procs, "run_lanes", run_lanes)
+    (tmp_path / "a").mkdir(exist_ok=True)
     code = run._pytest(
         tmp_path / "a" / "session.json", 2, tmp_path / "pytest.log", lambda: True, aside
     )
-    assert code == 1 and len(batches) == 1
-    (shared, shared_env), (alone, alone_env) = batches[0]
-    assert "not exclusive" in shared and alone[-2:] == ["-m", "exclusive"]
-    assert shared_env[run.SESSION_ENV].endswith("a/session.json")
-    assert alone_env[run.SESSION_ENV] == str(aside)
-    assert alone_env["TMPDIR"].startswith(str(tmp_path / "b"))
+    return code, seen[0]
+
+
+def test_one_environment_runs_the_alone_phase_after_the_other_when_some_are_left(
+    monkeypatch, tmp_path
+):
+    code, [[shared, alone]] = lanes_of(monkeypatch, tmp_path)
+    assert code == 1  # the worse of the two
+    assert shared.argv[-4:] == ["-m", "not exclusive", "-n", "2"] and shared.when is None
+    assert alone.argv[-2:] == ["-m", "exclusive"] and "-n" not in alone.argv
+    assert alone.when is not None and alone.when() is True  # the `alone_left` given
+    assert shared.env == alone.env
+
+
+def test_nothing_selected_in_a_phase_is_not_a_failure(monkeypatch, tmp_path):
+    monkeypatch.setattr(run.procs, "run_lanes", lambda lanes, out: [5, 0])
+    code = run._pytest(tmp_path / "session.json", 2, tmp_path / "pytest.log", lambda: True)
+    assert code == 0
+
+
+def test_with_a_second_environment_its_alone_phase_runs_from_the_start(monkeypatch, tmp_path):
+    """Each on its own session (its environment); the first environment's lane is the
+    same as with one environment, so it joins in on what is left."""
+    (tmp_path / "b").mkdir()
+    aside = tmp_path / "b" / "session.json"
+    _, [[shared, alone_here], [alone_there]] = lanes_of(monkeypatch, tmp_path, aside)
+    assert "not exclusive" in shared.argv and alone_here.when is not None
+    assert alone_there.argv == alone_here.argv and alone_there.when is None
+    assert shared.env is not None and shared.env[run.SESSION_ENV].endswith("a/session.json")
+    assert alone_there.env is not None and alone_there.env[run.SESSION_ENV] == str(aside)
+    assert alone_there.env["TMPDIR"].startswith(str(tmp_path / "b"))

@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness.slots import scenario_slot
+from harness.slots import claim, claimed, scenario_slot
 
 
 def _hold(run_dir: Path, exclusive: bool, seconds: float, log: list, name: str) -> None:
@@ -51,3 +51,12 @@ def test_exclusive_slot_runs_alone_and_before_later_shared_ones(tmp_path: Path):
     assert not _overlap(spans["x"], spans["a"])
     assert not _overlap(spans["x"], spans["b"])
     assert spans["a"][1] <= spans["x"][0] <= spans["b"][0]
+
+
+def test_a_scenario_is_claimed_once_however_many_processes_race_for_it(tmp_path: Path) -> None:
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        won = pool.starmap(claim, [(tmp_path, "suite::test_burst")] * 8)
+    assert won.count(True) == 1 and claimed(tmp_path, "suite::test_burst")
+    assert not claimed(tmp_path, "suite::test_restart") and claim(tmp_path, "suite::test_restart")

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import progress
+from harness import progress, slots
 from tests.sessions import use_session
 
 TESTS = """
@@ -93,3 +93,42 @@ def test_a_worker_dies_with_its_controller(suite: Path) -> None:
         worker.wait(timeout=3)  # psutil.TimeoutExpired if it outlives its controller
     finally:
         controller.kill()
+
+
+ALONE = """
+import pytest
+
+@pytest.mark.exclusive
+def test_burst():
+    pass
+
+@pytest.mark.exclusive
+def test_restart():
+    pass
+
+def test_shared():
+    pass
+"""
+
+
+def test_a_scenario_that_runs_alone_runs_where_it_is_claimed_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other environment's process has the burst: here it is skipped before it
+    starts (no end reported for it), and the restart, claimed here, runs."""
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    use_session(tmp_path, monkeypatch, claims=claims)
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "test_cases.py").write_text(ALONE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    exclusive: alone\n")
+    assert slots.claim(claims, "cases/test_cases.py::test_burst")
+    run_pytest(tmp_path).wait(timeout=120)
+    ends = {
+        e["test"].rsplit("::", 1)[1]: e["outcome"]
+        for e in progress.Follower(tmp_path / "events.jsonl").read()
+        if e["event"] == progress.SCENARIO_END
+    }
+    assert ends == {"test_restart": "passed", "test_shared": "passed"}
+    assert slots.claimed(claims, "cases/test_cases.py::test_restart")
+    assert not slots.claimed(claims, "cases/test_cases.py::test_shared")
