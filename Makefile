@@ -13,13 +13,21 @@ GO_EXAMPLE := dispatchers/example-go
 # 2 min 11 s against 30 s)
 GO_BUILD_FLAGS := -trimpath -gcflags=all=-dwarf=false
 
-.PHONY: setup bins kind-bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
+.PHONY: setup setup-dev bins kind-bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
 
+# What a run needs (`make e2e`); `setup-dev` adds the linters and what only the tests and
+# the benchmark's picture use (mypy, hypothesis, matplotlib, ...): on a fresh machine
+# `make e2e` does not wait for them.
 setup: $(VENV)/.installed
+setup-dev: $(VENV)/.installed-dev
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -33,14 +41,14 @@ kind-bins: setup
 doctor: setup
 	$(MKDC) doctor
 
-lint: setup
+lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	@test -z "$$(gofmt -l $(GO_EXAMPLE))" || { gofmt -l $(GO_EXAMPLE); echo "gofmt: run gofmt -w $(GO_EXAMPLE)"; exit 1; }
 	cd $(GO_EXAMPLE) && go vet $(GO_BUILD_FLAGS) ./...
 
-unit: setup
+unit: setup-dev
 	$(BIN)/pytest tests -m "not e2e" -q
 
 # The Go example's unit tests, then in one parallel pytest run: Python's unit tests, the
@@ -54,7 +62,7 @@ unit: setup
 TEST_JOBS ?= 3
 LOCAL_NICE ?= 10
 KIND_SMOKE := tests/e2e/test_kind_smoke.py
-test: kind-bins lint
+test: setup-dev kind-bins lint
 	cd $(GO_EXAMPLE) && go test $(GO_BUILD_FLAGS) ./...
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	echo "kind smoke: started beside the other tests; its output follows theirs"; \
@@ -69,7 +77,7 @@ e2e: bins
 
 # Every benchmark (about an hour): figures into benchmarks/figures.json, the README's
 # tables regenerated from it.
-bench: bins
+bench: setup-dev bins
 	$(BIN)/python -m harness.tools.bench run
 
 bench-up: bins
@@ -83,7 +91,7 @@ bench-dispatcher: bins
 
 # p99 against worker count, as reports/bench-scaling/scaling.{json,png} (needs memory: ~0.5 GiB a worker)
 BENCH_WORKERS ?= 4,8,12,16,20
-bench-scaling: bins
+bench-scaling: setup-dev bins
 	$(BIN)/python -m harness.tools.bench_scaling --workers $(BENCH_WORKERS) --profiles $(BENCH_PROFILES)
 
 # Scorecards of the built-in dispatchers and the reference, side by side.
