@@ -277,18 +277,6 @@ def _in_child_dying_with_parent() -> None:
     die_with_parent()
 
 
-def run_group(
-    argv: list[str], out: IO[bytes], *, env: dict[str, str] | None = None, grace: float = 20.0
-) -> int:
-    """Run argv to its end in a process group of its own that dies with this process; its
-    exit code.
-
-    Interrupted here (Ctrl-C, or SIGTERM turned into KeyboardInterrupt), the group gets
-    SIGINT, so pytest ends its scenarios and says so, then SIGKILL after `grace` seconds
-    or at a second interrupt; the interrupt is then raised again."""
-    return run_lanes([[Step(argv, env)]], out, grace=grace)[0]
-
-
 LANE_POLL = 0.1  # seconds between looks at the lanes' running steps
 
 
@@ -302,10 +290,15 @@ class Step:
 
 
 def run_lanes(lanes: Sequence[Sequence[Step]], out: IO[bytes], *, grace: float = 20.0) -> list[int]:
-    """`run_group` for lanes at once, each lane's steps one after the other, all output to
-    `out`; the exit codes of the steps that ran, lane by lane. A step's `when` is asked
-    once the step before it has ended, so it can decide on what that one did. An
-    interrupt reaches every group still running, and no further step starts."""
+    """Lanes at once, each lane's steps one after the other, every step to its end in a
+    process group of its own that dies with this process, all output to `out`; the exit
+    codes of the steps that ran, lane by lane. A step's `when` is asked once the step
+    before it has ended, so it can decide on what that one did.
+
+    Interrupted here (Ctrl-C, or SIGTERM turned into KeyboardInterrupt), each running
+    group gets SIGINT, so pytest ends its scenarios and says so, then SIGKILL after
+    `grace` seconds or at a second interrupt; no further step starts, and the interrupt
+    is raised again."""
     waiting = [list(lane) for lane in lanes]
     running: list[subprocess.Popen | None] = [None] * len(lanes)
     codes: list[list[int]] = [[] for _ in lanes]

@@ -113,10 +113,10 @@ def test_children_survive_the_thread_that_started_them(tmp_path):
     sup.stop_all()
 
 
-def test_a_group_runs_to_its_end_and_returns_its_exit_code(tmp_path):
+def test_a_step_runs_to_its_end_and_returns_its_exit_code(tmp_path):
     with (tmp_path / "out.log").open("ab") as out:
-        code = procs.run_group(["/bin/sh", "-c", "echo to-the-log; exit 3"], out)
-    assert code == 3 and (tmp_path / "out.log").read_text() == "to-the-log\n"
+        codes = procs.run_lanes([[procs.Step(["/bin/sh", "-c", "echo to-the-log; exit 3"])]], out)
+    assert codes == [3] and (tmp_path / "out.log").read_text() == "to-the-log\n"
 
 
 def test_lanes_run_at_once_and_return_their_codes_in_order(tmp_path):
@@ -148,7 +148,7 @@ def test_a_lanes_steps_run_one_after_the_other_each_asked_when_due(tmp_path):
     assert codes == [2, 0] and log.read_text().splitlines() == ["first", "third"]
 
 
-def test_an_interrupted_group_gets_sigint_then_sigkill_and_the_interrupt_goes_on(tmp_path):
+def test_an_interrupted_step_gets_sigint_then_sigkill_and_the_interrupt_goes_on(tmp_path):
     """As pytest under `mkdc run` on Ctrl-C or SIGTERM: told first, killed after the grace."""
     import signal
 
@@ -168,7 +168,7 @@ def test_an_interrupted_group_gets_sigint_then_sigkill_and_the_interrupt_goes_on
     started = time.monotonic()
     try:
         with (tmp_path / "out.log").open("ab") as out, pytest.raises(KeyboardInterrupt):
-            procs.run_group(["/bin/sh", "-c", script], out, grace=1.0)
+            procs.run_lanes([[procs.Step(["/bin/sh", "-c", script])]], out, grace=1.0)
     finally:
         signal.signal(signal.SIGALRM, previous)
     assert marker.exists()  # told
