@@ -236,6 +236,19 @@ def test_processes_started_from_many_threads_are_all_recorded(tmp_path, monkeypa
     assert set(recorded) == {f"p{i}" for i in range(3000)}
 
 
+def test_only_a_workers_processes_run_go_on_one_thread():
+    """The manager's processes and the shared etcd keep every core; collection pacing
+    goes by process kind wherever it runs."""
+    from harness.providers.local import go_runtime
+
+    workers = ["worker1", "gpu-reserved-cluster"]
+    assert go_runtime("worker1-apiserver", workers) == {"GOGC": "75", "GOMAXPROCS": "1"}
+    assert go_runtime("gpu-reserved-cluster-kueue", workers) == {"GOMAXPROCS": "1"}
+    assert go_runtime("manager-apiserver", workers) == {"GOGC": "75"}
+    assert go_runtime("manager-kueue", workers) == {}
+    assert go_runtime("etcd", workers) == {"GOGC": "75"}
+
+
 def test_a_process_kind_is_found_whatever_hyphens_the_cluster_name_has():
     from harness.providers.local import process_kind
 
