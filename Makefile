@@ -62,7 +62,7 @@ unit: setup-dev
 TEST_JOBS ?= 3
 LOCAL_NICE ?= 10
 KIND_SMOKE := tests/e2e/test_kind_smoke.py
-test: setup-dev kind-bins lint
+test: kind-bins lint
 	cd $(GO_EXAMPLE) && go test $(GO_BUILD_FLAGS) ./...
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	echo "kind smoke: started beside the other tests; its output follows theirs"; \

@@ -275,9 +275,13 @@ def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> A
     if twin is None or p.opts.environments == 1 or p.opts.inject:
         return None
     suite = load_suite()
-    judged = [c for c, check in suite.catalogue.items() if due(c, check.feature, p.profile, p.opts)]
-    alone = [c for c in judged if suite.runs_alone(c)]
-    if not alone or not any(suite.runs_alone(c) is False for c in judged):
+    kinds = {
+        c: suite.runs_alone(c)
+        for c, check in suite.catalogue.items()
+        if due(c, check.feature, p.profile, p.opts)
+    }
+    alone = [c for c, runs_alone in kinds.items() if runs_alone]
+    if not alone or False not in kinds.values():
         return None  # nothing to run beside them
     if p.opts.environments is None:  # --environments 2: whatever the memory
         short = _memory_short(1 + len(getattr(p.provider, "worker_names", ())))
@@ -335,9 +339,8 @@ def judge(
         for stale in (EVENTS_FILE, faults.LOG_FILE):  # an earlier run's on this environment
             (env.run_dir / stale).unlink(missing_ok=True)
         claims = None  # one environment runs every scenario that runs alone
-        if aside is not None:  # two take them in turn
+        if aside is not None:  # two take them in turn (the run has this environment to itself)
             claims = env.run_dir / slots.CLAIMS_DIR
-            shutil.rmtree(claims, ignore_errors=True)
             claims.mkdir(mode=0o700)
         run_id = inventory.new_run_id()
         common = scenario.shared_documents(scenario.Shape.of(profile))

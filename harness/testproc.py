@@ -47,10 +47,10 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("exclusive") is None or item.get_closest_marker("skip"):
+        return  # runs here, or nowhere
     claims = session.current().claims
-    if claims is None or item.get_closest_marker("exclusive") is None:
-        return
-    if item.get_closest_marker("skip") is None and not slots.claim(claims, item.nodeid):
+    if claims is not None and not slots.claim(claims, item.nodeid):
         pytest.skip("run on the run's other environment")
 
 
