@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.slots import claim, claimed, scenario_slot
@@ -53,10 +54,17 @@ def test_exclusive_slot_runs_alone_and_before_later_shared_ones(tmp_path: Path):
     assert spans["a"][1] <= spans["x"][0] <= spans["b"][0]
 
 
-def test_a_scenario_is_claimed_once_however_many_processes_race_for_it(tmp_path: Path) -> None:
-    import multiprocessing
+def test_a_scenario_is_claimed_once_however_many_race_for_it(tmp_path: Path) -> None:
+    """Threads released together stand in for the two environments' processes: O_EXCL is
+    the kernel's answer either way. (A forked pool here hung a `make test`: forking an xdist
+    worker, whose other threads held locks, deadlocked a child.)"""
+    start = threading.Barrier(8)
 
-    with multiprocessing.get_context("fork").Pool(4) as pool:
-        won = pool.starmap(claim, [(tmp_path, "suite::test_burst")] * 8)
+    def race() -> bool:
+        start.wait()
+        return claim(tmp_path, "suite::test_burst")
+
+    with ThreadPoolExecutor(8) as pool:
+        won = [f.result() for f in [pool.submit(race) for _ in range(8)]]
     assert won.count(True) == 1 and claimed(tmp_path, "suite::test_burst")
     assert not claimed(tmp_path, "suite::test_restart") and claim(tmp_path, "suite::test_restart")
