@@ -9,11 +9,11 @@ REPORT_DIR ?= reports/$(PROFILE)
 GO_EXAMPLE := dispatchers/example-go
 # The flags `mkdc bins` builds Kueue with and the suite builds the example with
 # (harness/toolchain.py COMPILE_FLAGS): the example's dependencies are then in Go's build
-# cache already (on a fresh machine the first `go vet` otherwise compiled them again:
-# 2 min 11 s against 30 s)
+# cache already, and `go vet` does not compile them again.
 GO_BUILD_FLAGS := -trimpath -gcflags=all=-dwarf=false
 
-.PHONY: setup setup-dev bins kind-bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
+
+.PHONY: setup setup-dev system-e2e system-test bins kind-bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
 
 # What a run needs (`make e2e`); `setup-dev` adds the linters and what only the tests and
 # the benchmark's picture use (mypy, hypothesis, matplotlib, ...): on a fresh machine
@@ -21,7 +21,15 @@ GO_BUILD_FLAGS := -trimpath -gcflags=all=-dwarf=false
 setup: $(VENV)/.installed
 setup-dev: $(VENV)/.installed-dev
 
-$(VENV)/.installed: pyproject.toml
+# What the machine needs (system packages, a Docker engine for `make test`): installed and
+# started by scripts/setup as root or with passwordless sudo, otherwise one message naming
+# every missing piece, before anything is built.
+system-e2e:
+	@scripts/setup --for e2e
+system-test:
+	@scripts/setup --for test
+
+$(VENV)/.installed: pyproject.toml | system-e2e
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .
@@ -53,8 +61,7 @@ unit: setup-dev
 
 # The Go example's unit tests, then in one parallel pytest run: Python's unit tests, the
 # e2e tests against real clusters and a few faulty dispatchers the suite must reject
-# (TEST_JOBS=4 was no faster: 5 min 34 s against 5 min 24 s and 6 min 1 s for 3; with the kind
-# smoke beside them 6 min 36 s against 6 min 24 s and 6 min 53 s).
+# (TEST_JOBS: docs/benchmarks.md has the figures behind the default).
 # The kind smoke runs beside them, its output held until they end. Its clusters' control
 # planes run in Docker's cgroup, which the kernel weighs as one task against each of the
 # local runs' processes: at equal priority they starved it into TLS handshake timeouts, so
@@ -62,7 +69,7 @@ unit: setup-dev
 TEST_JOBS ?= 3
 LOCAL_NICE ?= 10
 KIND_SMOKE := tests/e2e/test_kind_smoke.py
-test: kind-bins lint
+test: system-test kind-bins lint
 	cd $(GO_EXAMPLE) && go test $(GO_BUILD_FLAGS) ./...
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	echo "kind smoke: started beside the other tests; its output follows theirs"; \
@@ -72,11 +79,11 @@ test: kind-bins lint
 	wait $$kind; kind_rc=$$?; echo "kind smoke ($(KIND_SMOKE)):"; cat "$$log"; \
 	[ $$rc -eq 0 ] && [ $$kind_rc -eq 0 ]
 
-e2e: bins
+e2e: system-e2e bins
 	$(MKDC) run --profile $(PROFILE) --provider $(PROVIDER) --report-dir $(REPORT_DIR)
 
-# Every benchmark (about an hour): figures into benchmarks/figures.json, the README's
-# tables regenerated from it.
+# Every benchmark: figures into benchmarks/figures.json, docs/benchmarks.md's tables
+# regenerated from it.
 bench: setup-dev bins
 	$(BIN)/python -m harness.tools.bench run
 

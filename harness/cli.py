@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NoReturn
 
@@ -88,12 +89,26 @@ def cmd_bins(args: argparse.Namespace) -> int:
     v = _selected(args)
     _log(f"binaries for {v.describe()} (cache: {toolchain.cache_dir()})")
     started = time.monotonic()
-    paths = toolchain.build_all(v, _log)
-    toolchain.manifests(v)
-    _log(f"{len(paths)} binaries ready in {time.monotonic() - started:.1f}s")
+    with ThreadPoolExecutor(max_workers=1) as aside:
+        # the kind node's rootfs downloads while the binaries compile
+        rootfs = aside.submit(_node_rootfs) if args.kind else None
+        paths = toolchain.build_all(v, _log, node=args.kind)
+        toolchain.manifests(v)
+        _log(f"{len(paths)} binaries ready in {time.monotonic() - started:.1f}s")
+        if rootfs is not None:
+            rootfs.result()
     if args.kind:
         _kind_images(v)
     return 0
+
+
+def _node_rootfs() -> None:
+    """The kind node image's Debian rootfs, where this machine can make it (node_image says
+    why not otherwise)."""
+    from harness.providers import kind_images
+
+    if kind_images.can_build_rootfs():
+        kind_images.debian_rootfs(_log)
 
 
 def _kind_images(v: versions.Versions) -> None:
@@ -102,7 +117,6 @@ def _kind_images(v: versions.Versions) -> None:
     from harness.providers import kind_images
 
     started = time.monotonic()
-    kind_images.node_binaries(v, _log)
     if _docker_engine() is None:
         raise UserError(
             "--kind: no Docker engine answers: start one (scripts/docker-engine, as root, "
@@ -134,9 +148,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except UserError as exc:
         print(f"manifests: {exc}")
         problems += 1
-    unshare = shutil.which("unshare")
-    print(f"unshare:  {unshare or 'MISSING (fix: apt-get install util-linux)'}")
-    problems += unshare is None
+    problems += _machine_readiness()
     for line in _kind_readiness(v):
         print(line)
     current = toolchain.cache_dir() / CURRENT
@@ -144,6 +156,26 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"environment: running, run dir {current.read_text().strip()} (stop: mkdc down)")
     print("doctor: all good" if not problems else f"doctor: {problems} problem(s)")
     return 0 if not problems else 1
+
+
+SETUP_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "setup"
+
+
+def _machine_readiness() -> int:
+    """Print what scripts/setup would install for `make e2e` (the same script and the same
+    words as the make targets); 1 when something is missing, 0 otherwise."""
+    if not SETUP_SCRIPT.is_file():  # installed from a wheel: no checkout, no make targets
+        unshare = shutil.which("unshare")
+        print(f"unshare:  {unshare or 'MISSING (fix: apt-get install util-linux)'}")
+        return int(unshare is None)
+    check = subprocess.run(
+        ["bash", str(SETUP_SCRIPT), "--for", "e2e", "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    print(check.stdout.rstrip())
+    return int(check.returncode != 0)
 
 
 def _docker_engine() -> str | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import identity, kube, rundir, toolchain
+from harness import exitcause, identity, kube, rundir, toolchain
 from harness.dispatcher import SERVICEACCOUNT_DIR, DispatcherRunner, StartFailure, pod_variables
 from harness.environment import Environment
 from harness.errors import UserError, shown
@@ -290,7 +290,7 @@ class ContainerRunner(DispatcherRunner):
             self.save_logs()
             raise StartFailure(
                 f"the dispatcher ({self.process_name(replica)}) exited with code"
-                f" {state.get('ExitCode')} at start ({_tail(self._log(replica))})",
+                f" {state.get('ExitCode')} at start: {exitcause.cause_in(self._log(replica))}",
                 self.process_name(replica),
             )
 
@@ -335,14 +335,6 @@ def _state(box: Any) -> dict[str, Any]:
         return dict(wrapped.attrs.get("State", {}))
     except Exception:  # removed meanwhile
         return {"Status": "removed"}
-
-
-def _tail(log: Path, lines: int = 2) -> str:
-    try:
-        text = log.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "no output"
-    return " | ".join(text[-lines:]) or "no output"
 
 
 # ------------------------------------------------------------ kind: Deployments

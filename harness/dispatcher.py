@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness import mountns
+from harness import exitcause, mountns
+from harness.deploy import Pod
 from harness.errors import UserError
-from harness.identity import Credentials
+from harness.identity import Credentials, account_name
 from harness.kueue_install import NAMESPACE
 from harness.procs import Supervisor
 from harness.profile import Profile
@@ -54,14 +55,21 @@ class DispatcherRunner:
     """The replicas of one external dispatcher."""
 
     def __init__(
-        self, profile: Profile, supervisor: Supervisor, credentials: list[Credentials]
+        self,
+        profile: Profile,
+        supervisor: Supervisor,
+        credentials: list[Credentials],
+        network: Sequence[int] | None = None,
     ) -> None:
+        """`network`: the host ports (the apiservers') a replica reaches from a network
+        namespace of its own; None keeps the host's network."""
         if profile.run is None:
             raise ValueError("a built-in dispatcher has nothing to run")
         self.profile = profile
         self.run = profile.run
         self.supervisor = supervisor
         self.credentials = credentials
+        self.network = network
 
     def process_name(self, replica: int) -> str:
         return f"dispatcher-{replica}"
@@ -73,12 +81,18 @@ class DispatcherRunner:
         env = self.profile.render_env(creds.kubeconfig, NAMESPACE)
         env.setdefault("MKDC_REPLICA", str(replica))
         unset: tuple[str, ...] = ()
+        setup: list[str] = []
+        scratch = self.supervisor.run_dir / f"{name}-mounts"
         if self.run.pod_environment:
             env = {**pod_variables(creds, name), **env}
             unset = () if "KUBECONFIG" in env else ("KUBECONFIG",)  # a Pod has none
-            scratch = self.supervisor.run_dir / f"{name}-mounts"
             setup = mountns.provide_directory(creds.serviceaccount_dir, SERVICEACCOUNT_DIR, scratch)
-            argv = mountns.private_command(setup, argv, name)
+        if self.run.deploy is not None:
+            pod = self.run.deploy.pod
+            env.update(downward_api(pod.pod_fields, name, replica))
+            setup += volumes(pod, self.supervisor.run_dir / "volumes", scratch)
+        if self.run.pod_environment or self.network is not None:
+            argv = mountns.private_command(setup, argv, name, self.network)
         self.supervisor.start(name, argv, env=env, unset=unset, cwd=Path.cwd())
 
     def start_all(self) -> None:
@@ -118,8 +132,8 @@ class DispatcherRunner:
         proc = self.supervisor.procs.get(name)
         if proc is not None and not proc.alive():
             raise StartFailure(
-                f"the dispatcher ({name}) exited with code {proc.popen.returncode} at start"
-                f" ({proc.log_tail(2)})",
+                f"the dispatcher ({name}) exited with code {proc.popen.returncode} at start:"
+                f" {exit_cause(proc.log, shared_network=self.network is None)}",
                 name,
             )
 
@@ -139,6 +153,51 @@ class DispatcherRunner:
 
     def stop_all(self) -> None:
         self.supervisor.stop_all()
+
+
+def downward_api(fields: dict[str, str], pod_name: str, replica: int) -> dict[str, str]:
+    """The values a Pod's `fieldRef` variables get, for one replica on this machine."""
+    values = {
+        "metadata.name": pod_name,
+        "metadata.namespace": NAMESPACE,
+        "spec.serviceAccountName": account_name(replica),
+        "spec.nodeName": "mkdc-local",
+        "status.podIP": "127.0.0.1",
+        "status.hostIP": "127.0.0.1",
+    }
+    return {var: values[path] for var, path in fields.items()}
+
+
+def volumes(pod: Pod, files_dir: Path, scratch: Path) -> list[str]:
+    """Shell commands that mount the pod's volumes where its container expects them: the
+    ConfigMaps' and Secrets' keys as files (written once under `files_dir`, as the kubelet
+    would), an emptyDir as an empty folder."""
+    setup: list[str] = []
+    for i, mount in enumerate(pod.mounts):
+        folder = files_dir / mount.volume
+        if not folder.exists():
+            for relative, content in mount.files.items():
+                path = folder / relative
+                path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+                path.write_bytes(content)
+            folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+        source = folder / mount.sub_path if mount.sub_path else folder
+        setup += mountns.provide(source, mount.path, scratch / f"volume-{i}")
+    return setup
+
+
+def exit_cause(log: Path, shared_network: bool) -> str:
+    """The log line that explains an exit at start, with the fix when a port was taken on
+    a network the replicas share."""
+    why = exitcause.cause_in(log)
+    if shared_network and exitcause.PORT_IN_USE in why:
+        reason = mountns.network_isolation() or "this provider runs replicas on the host"
+        why += (
+            " (a port it listens on is taken on the host, perhaps by another replica:"
+            " replicas get a network of their own where pasta can give one, and here"
+            f" {reason}; else run one replica, or give each its own port from $MKDC_REPLICA)"
+        )
+    return why
 
 
 def _reads_since(audit_log: Path, position: int, users: set[str]) -> tuple[int, bool]:

@@ -103,10 +103,16 @@ def environment_section(
 ) -> dict[str, Any]:
     """The report's environment section: what ran, and how the dispatcher was run."""
     how = "built into Kueue"
+    extra: dict[str, Any] = {}
     if profile.run is not None:
         how = "pod environment" if profile.run.pod_environment else "process"
         if profile.run.image is not None:
             how = f"container image {profile.run.image}"
+        if profile.run.deploy is not None:
+            how = f"deploy folder (Deployment {profile.run.deploy.pod.deployment})"
+            extra["notApplied"] = list(profile.run.deploy.notes)
+        if "replicaNetwork" in env.info:
+            extra["replicaNetwork"] = env.info["replicaNetwork"]
     return {
         "provider": env.provider,
         "kubernetesVersion": env.kubernetes_version,
@@ -119,6 +125,7 @@ def environment_section(
         "shape": shape,
         "kueueApiVersion": profile.environment.api_version or "any served",
         "wallSeconds": round(wall, 1),
+        **extra,
     }
 
 

@@ -145,8 +145,9 @@ def without_descriptions(schema: Any) -> Any:
     decodes, copies and converts it several times while the CRD is established. No
     request is served differently without it (validation, defaulting, pruning and CEL
     rules never read a description); only OpenAPI documents and `kubectl explain` lose
-    their text. Measured on 1+3: the apiservers' bring-up CPU 10 % lower. Only schema
-    keywords are followed, so a `default` or `example` value keeps any field of its own."""
+    their text, and the apiservers' bring-up takes less CPU (docs/benchmarks.md). Only
+    schema keywords are followed, so a `default` or `example` value keeps any field of
+    its own."""
     if not isinstance(schema, dict):
         return schema  # a boolean additionalProperties, or a dependency's property names
     return {k: _stripped(k, v) for k, v in schema.items() if k != "description"}

@@ -7,13 +7,19 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import UserError
 
 
-def private_command(setup: list[str], argv: list[str], name: str) -> list[str]:
-    """argv run after the shell commands `setup`, in a private mount namespace.
+def private_command(
+    setup: list[str], argv: list[str], name: str, network: Sequence[int] | None = None
+) -> list[str]:
+    """argv run after the shell commands `setup`, in a private mount namespace; with
+    `network`, also in a network namespace of its own, as a Pod is: its own loopback, so
+    fixed ports and several replicas never collide, and the host's 127.0.0.1 reached only
+    on the `network` ports (see `own_network`).
 
     The shell execs argv, so the process keeps the pid (and process group) it was started
     with: signals from the supervisor reach it directly.
@@ -22,10 +28,15 @@ def private_command(setup: list[str], argv: list[str], name: str) -> list[str]:
     if not unshare:
         raise UserError("the unshare command (util-linux) is missing: apt-get install util-linux")
     userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    netns: list[str] = []
+    if network is not None:
+        setup = [*setup, *own_network(network)]
+        netns = ["--net"]
     script = " && ".join([*setup, 'exec "$@"'])
-    return [
+    command = [
         unshare,
         *userns,
+        *netns,
         "--mount",
         "--propagation",
         "private",
@@ -34,6 +45,52 @@ def private_command(setup: list[str], argv: list[str], name: str) -> list[str]:
         script,
         name,
         *argv,
+    ]
+    if not netns:
+        return command
+    # the host's network namespace, open as fd 3 for pasta to be started in
+    shell = shutil.which("sh") or "/bin/sh"
+    return [shell, "-c", 'exec 3</proc/self/ns/net && exec "$@"', name, *command]
+
+
+PASTA_READY_SECONDS = 10
+
+
+def network_isolation() -> str | None:
+    """Why replicas cannot have a network of their own here, None when they can."""
+    if not shutil.which("pasta"):
+        return "pasta is missing (sudo scripts/setup installs Debian's passt)"
+    if not (shutil.which("nsenter") and shutil.which("setpriv")):
+        return "nsenter or setpriv is missing (apt-get install util-linux)"
+    if os.geteuid() != 0:
+        return "it needs root (a rootless run keeps the host's network)"
+    return None
+
+
+def own_network(ports: Sequence[int]) -> list[str]:
+    """Shell commands, run inside a fresh network namespace with the host's open as fd 3,
+    that start pasta (Debian's passt) in the host's namespace to forward `ports` on this
+    namespace's 127.0.0.1 to the host's, and wait until the first one listens. pasta is
+    the replica's child (the shell execs the replica) in its process group: it dies with
+    the replica (parent-death signal) and with the group."""
+    if not ports:
+        raise ValueError("a network of its own needs at least the apiserver's port")
+    pasta = shutil.which("pasta") or "pasta"
+    spec = ",".join(str(p) for p in ports)
+    listening = f"0100007F:{ports[0]:04X} 00000000:0000 0A"
+    wait = (
+        f"n=0; until grep -q '{listening}' /proc/net/tcp; do n=$((n+1)); "
+        f"[ $n -gt {PASTA_READY_SECONDS * 20} ] && "
+        "{ echo 'error: pasta did not forward the apiserver port into the network namespace'"
+        " >&2; exit 1; }; sleep 0.05; done"
+    )
+    return [
+        "exec 4</proc/self/ns/net",
+        f"{{ nsenter --net=/proc/self/fd/3 setpriv --pdeathsig KILL {pasta} --foreground"
+        f" --quiet --runas 0 --tcp-ports none --udp-ports none --udp-ns none --tcp-ns {spec}"
+        " --netns /proc/self/fd/4 </dev/null >/dev/null 2>&1 & }",
+        "exec 3<&- 4<&-",
+        wait,
     ]
 
 
@@ -45,20 +102,29 @@ def overlay(target: str | Path, upper: Path, work: Path) -> str:
     return f"mount -t overlay overlay -o {shlex.quote(options)} {shlex.quote(str(target))}"
 
 
-def provide_directory(source: Path, target: str, scratch: Path) -> list[str]:
-    """Shell commands that make `source` appear at the absolute path `target`.
+def provide(source: Path, target: str, scratch: Path, *, folder: bool | None = None) -> list[str]:
+    """Shell commands that make the file or folder (`folder`; by default, what `source` is
+    now) `source` appear at the absolute path `target`.
 
     Symlinks on the way are followed (/var/run is usually /run); where the path does not
-    exist, its nearest existing ancestor gets a private overlay so the missing directories
-    can be made in it.
+    exist, its nearest existing ancestor gets a private overlay so what is missing can be
+    made in it: the host is never written.
     """
     real = Path(os.path.realpath(target))
-    existing = real
-    while not existing.exists():
-        existing = existing.parent
     setup = []
-    if existing != real:
+    if not real.exists():
+        existing = real.parent
+        while not existing.exists():
+            existing = existing.parent
         setup.append(overlay(existing, scratch / "upper", scratch / "work"))
-        setup.append(f"mkdir -p {shlex.quote(str(real))}")
+        if source.is_dir() if folder is None else folder:
+            setup.append(f"mkdir -p {shlex.quote(str(real))}")
+        else:
+            setup.append(f"mkdir -p {shlex.quote(str(real.parent))}")
+            setup.append(f"touch {shlex.quote(str(real))}")
     setup.append(f"mount --bind {shlex.quote(str(source))} {shlex.quote(str(real))}")
     return setup
+
+
+def provide_directory(source: Path, target: str, scratch: Path) -> list[str]:
+    return provide(source, target, scratch, folder=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from harness import kube
+from harness import kube, templates
 from harness.environment import Cluster, Environment
 from harness.kueue_install import MULTIKUEUE_CONTROLLER, NAMESPACE
 
@@ -129,7 +129,8 @@ def multikueue_admission_check(name: str, config: str) -> dict[str, Any]:
 
 
 def worker_secret_name(cluster: str, pattern: str = SECRET_PATTERN) -> str:
-    return pattern.format(cluster=cluster)
+    """The name of a worker's kubeconfig Secret on the manager (see harness.templates)."""
+    return templates.render(pattern, {"cluster": cluster})
 
 
 def register_workers(env: Environment, pattern: str = SECRET_PATTERN) -> None:

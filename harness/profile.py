@@ -20,9 +20,11 @@ from typing import Any, Literal, NoReturn
 
 import yaml
 
-from harness import toolchain
+from harness import deploy, objects, templates, toolchain
+from harness.deploy import DeployFolder
 from harness.durations import parse_duration
 from harness.errors import UserError, one_line, shown, shown_path
+from harness.objects import Objects
 from harness.userfiles import (
     SafeLoader,
     display,
@@ -84,6 +86,7 @@ _NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 _PLAIN_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{0,63}")  # else quoted: '0', ' x'
 _DNS_LABEL_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _API_VERSION_RE = re.compile(r"v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?")
+_SECRET_NAME_RE = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?")  # a DNS subdomain
 _PYTHON_NAMES = ("python", "python3")
 # a reference as `docker image inspect` takes it: [registry/]path[:tag][@digest], no spaces
 _IMAGE_RE = re.compile(
@@ -115,6 +118,12 @@ class RunSpec:
     ready_timeout: float = DEFAULT_READY_TIMEOUT
     # run as in a Pod: service-account files, KUBERNETES_SERVICE_HOST/PORT, POD_* variables
     pod_environment: bool = True
+    # as a Pod's hostNetwork: replicas listen on the host's network, not each on its own
+    host_network: bool = False
+    # made before the dispatcher starts, removed after (harness.objects)
+    objects: Objects = field(default_factory=Objects)
+    # the vendor's deploy folder (spec.run.manifests), when the run comes from one
+    deploy: DeployFolder | None = None
     rbac: Rbac = field(default_factory=Rbac)
     # a Go main module the harness builds (cached per source) before the run: {binary}
     go_build: Path | None = None
@@ -439,10 +448,15 @@ class _Validator:
                 "replicas",
                 "readyTimeout",
                 "podEnvironment",
+                "hostNetwork",
+                "objects",
+                "manifests",
                 "rbac",
                 "goBuild",
             ),
         )
+        if "manifests" in run:
+            return self.deploy_folder(run, dispatcher)
         image = self.image(run.get("image"))
         if image is not None and "command" in run:
             self.fail(
@@ -466,19 +480,7 @@ class _Validator:
         for i, arg in enumerate(command):
             self.no_nul(arg, f"{argv_field}[{i}]")
             self.placeholders_known(arg, f"{argv_field}[{i}]")
-        env_raw = self.mapping(run.get("env"), "spec.run.env", None)
-        env: dict[str, str] = {}
-        for key, val in env_raw.items():
-            at = f"spec.run.env.{_key(key)}"
-            if not key or "=" in key or "\0" in key:
-                self.fail(
-                    at, "not an environment variable name (empty, or holds '=' or a NUL byte)"
-                )
-            if isinstance(val, bool) or not isinstance(val, str | int | float):
-                self.fail(at, f"must be a string, got {_type(val)}")
-            env[key] = str(val)
-            self.no_nul(env[key], at)
-            self.placeholders_known(env[key], at)
+        env = self.run_env(run.get("env"))
         replicas = self.integer(run.get("replicas", 1), "spec.run.replicas", 1)
         ready = run.get("readyTimeout")
         ready_timeout = DEFAULT_READY_TIMEOUT
@@ -492,6 +494,9 @@ class _Validator:
         pod = run.get("podEnvironment", True)
         if not isinstance(pod, bool):
             self.fail("spec.run.podEnvironment", f"must be true or false, got {shown(pod)}")
+        host_network = run.get("hostNetwork", False)
+        if not isinstance(host_network, bool):
+            self.fail("spec.run.hostNetwork", f"must be true or false, got {shown(host_network)}")
         if image is not None:
             self.container_values(command, env, pod)
         else:
@@ -502,10 +507,105 @@ class _Validator:
             replicas=replicas,
             ready_timeout=ready_timeout,
             pod_environment=pod,
+            host_network=host_network,
+            objects=self.objects(run.get("objects")),
             rbac=self.rbac(run.get("rbac")),
             go_build=go_build,
             image=image,
         )
+
+    def deploy_folder(self, run: dict[str, Any], dispatcher: str) -> RunSpec:
+        """spec.run.manifests: the vendor's YAML says how the dispatcher runs; the profile
+        may add goBuild (what the image's executable is built from), env, replicas, rbac
+        and objects."""
+        for key in ("command", "args", "image", "podEnvironment"):
+            if key in run:
+                self.fail(
+                    f"spec.run.{key}",
+                    "the Deployment in spec.run.manifests says how the dispatcher runs; drop it",
+                )
+        entries = run["manifests"]
+        entries = [entries] if isinstance(entries, str) else entries
+        entries = self.string_list(entries, "spec.run.manifests")
+        if not entries:
+            self.fail("spec.run.manifests", "must name a folder or files")
+        try:
+            folder = deploy.read(list(entries), self.path.parent, DEFAULT_NAMESPACE)
+        except ValueError as exc:
+            self.fail("spec.run.manifests", str(exc))
+        pod = folder.pod
+        go_build = self.go_module(run.get("goBuild"))
+        if pod.command:
+            command = ["{binary}" if go_build else pod.command[0], *pod.command[1:], *pod.args]
+        elif go_build is not None:
+            command = ["{binary}", *pod.args]
+        else:
+            self.fail(
+                "spec.run.manifests",
+                f"container {pod.container} gives no command (its image's entrypoint runs):"
+                " give spec.run.goBuild, the Go module its image is built from",
+            )
+        if go_build is None:
+            self.executable(command[0], dispatcher)
+        env = {**pod.env, **self.run_env(run.get("env"))}
+        replicas = self.integer(run.get("replicas", pod.replicas), "spec.run.replicas", 1)
+        ready = run.get("readyTimeout")
+        rbac = self.rbac(run.get("rbac"))
+        host_network = run.get("hostNetwork", pod.host_network)
+        if not isinstance(host_network, bool):
+            self.fail("spec.run.hostNetwork", f"must be true or false, got {shown(host_network)}")
+        return RunSpec(
+            command=tuple(command),
+            env=env,
+            replicas=replicas,
+            ready_timeout=(
+                self.duration(ready, "spec.run.readyTimeout") or DEFAULT_READY_TIMEOUT
+                if ready is not None
+                else DEFAULT_READY_TIMEOUT
+            ),
+            host_network=host_network,
+            objects=self.objects(run.get("objects")),
+            deploy=folder,
+            rbac=Rbac(
+                cluster_rules=(*folder.cluster_rules, *rbac.cluster_rules),
+                namespace_rules=(*folder.namespace_rules, *rbac.namespace_rules),
+            ),
+            go_build=go_build,
+        )
+
+    def objects(self, value: Any) -> Objects:
+        """spec.run.objects: {manager: [...], workers: [...]}, each entry a manifest or a
+        path to YAML relative to the profile."""
+        found = self.mapping(value, "spec.run.objects", objects.PLACES)
+        parsed: dict[str, tuple[dict[str, Any], ...]] = {}
+        for place in objects.PLACES:
+            entries = found.get(place) or []
+            if not isinstance(entries, list):
+                self.fail(f"spec.run.objects.{place}", f"must be a list, got {_type(entries)}")
+            docs: list[dict[str, Any]] = []
+            for i, entry in enumerate(entries):
+                try:
+                    docs += objects.documents(entry, self.path.parent)
+                except ValueError as exc:
+                    self.fail(f"spec.run.objects.{place}[{i}]", str(exc))
+            parsed[place] = tuple(docs)
+        return Objects(manager=parsed["manager"], workers=parsed["workers"])
+
+    def run_env(self, value: Any) -> dict[str, str]:
+        env_raw = self.mapping(value, "spec.run.env", None)
+        env: dict[str, str] = {}
+        for key, val in env_raw.items():
+            at = f"spec.run.env.{_key(key)}"
+            if not key or "=" in key or "\0" in key:
+                self.fail(
+                    at, "not an environment variable name (empty, or holds '=' or a NUL byte)"
+                )
+            if isinstance(val, bool) or not isinstance(val, str | int | float):
+                self.fail(at, f"must be a string, got {_type(val)}")
+            env[key] = str(val)
+            self.no_nul(env[key], at)
+            self.placeholders_known(env[key], at)
+        return env
 
     def image(self, value: Any) -> str | None:
         """spec.run.image: a reference the local Docker engine knows (or the harness builds)."""
@@ -636,13 +736,10 @@ class _Validator:
             ),
         )
         secret = self.string(env.get("workerKubeconfigSecret"), f"{where}.workerKubeconfigSecret")
+        clusters = env.get("clusters")
+        names = None if clusters is None else self.cluster_names(clusters, f"{where}.clusters")
         if secret is not None:
-            for match in _PLACEHOLDER_RE.finditer(secret):
-                if match.group(1) != "cluster":
-                    self.fail(
-                        f"{where}.workerKubeconfigSecret",
-                        f"unknown placeholder {match.group(0)} (known: {{cluster}})",
-                    )
+            self.secret_pattern(secret, f"{where}.workerKubeconfigSecret", names)
         classes = env.get("priorityClasses")
         priority_classes = (
             None if classes is None else self.string_list(classes, f"{where}.priorityClasses")
@@ -652,8 +749,6 @@ class _Validator:
             self.fail(
                 f"{where}.apiVersion", f"not an API version like v1beta1: {shown(api_version)}"
             )
-        clusters = env.get("clusters")
-        names = None if clusters is None else self.cluster_names(clusters, f"{where}.clusters")
         scope = self.choice(
             env.get("clusterScope", PER_SCENARIO), f"{where}.clusterScope", CLUSTER_SCOPES
         )
@@ -669,6 +764,24 @@ class _Validator:
             priority_classes=priority_classes,
             api_version=api_version,
         )
+
+    def secret_pattern(self, pattern: str, where: str, clusters: tuple[str, ...] | None) -> None:
+        """A template of Secret names: known placeholders and filters, and a valid name for
+        every cluster named (or for a sample one)."""
+        wrong = templates.problem(pattern, {"cluster"})
+        if wrong is not None:
+            self.fail(where, wrong)
+        if "cluster" not in templates.names(pattern):
+            self.fail(where, "must use {cluster}: each worker needs a Secret of its own")
+        samples = clusters or ("worker-1",)
+        for cluster in samples:
+            name = templates.render(pattern, {"cluster": str(cluster)})
+            if not _SECRET_NAME_RE.fullmatch(name) or len(name) > 253:
+                self.fail(
+                    where,
+                    f"gives {shown(name)} for cluster {shown(cluster)}: not a Secret name"
+                    " (lower-case letters, digits, '-' and '.')",
+                )
 
     def rule_list(self, value: Any, where: str, empty_ok: bool) -> list[str]:
         """A PolicyRule list field; in apiGroups "" is the core group."""

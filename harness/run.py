@@ -32,6 +32,8 @@ from harness import (
     identity,
     inventory,
     kube,
+    mountns,
+    objects,
     procs,
     progress,
     rundir,
@@ -48,7 +50,7 @@ from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
 from harness.options import Options
 from harness.procs import Supervisor
-from harness.profile import SHARED, Profile, load_profile
+from harness.profile import SHARED, Profile, RunSpec, load_profile
 from harness.providers import FAULTS
 from harness.report import UNDECIDED, Report
 from harness.session import EVENTS_FILE, SESSION_ENV, Session
@@ -58,7 +60,7 @@ SESSION_FILE = "session.json"
 SECOND_ENVIRONMENT = "second-environment"  # its logs' folder in artifacts/logs
 ASIDE_LOG = "second environment: "  # what its console lines begin with
 GIB = 1 << 30
-# one cluster's memory (PSS) in the bring-up benchmark: 7.26 GiB at 1+20, 1.93 at 1+4
+# one cluster's memory (PSS), from the bring-up benchmark (docs/benchmarks.md)
 CLUSTER_MEMORY = int(0.37 * GIB)
 MEMORY_ROOM = 2 * GIB  # for the test processes and dispatchers of the run
 REPORT_MARKERS = frozenset({"report.yaml", "results"})  # what says a folder is a report
@@ -165,6 +167,11 @@ def plan(opts: Options) -> Plan:
         load_suite().timeouts(profile.claims.to_dict(), opts.slacks)
     except ValueError as exc:
         raise UserError(f"--slack: {exc}") from None
+    if profile.run is not None and profile.run.deploy is not None and opts.provider != "local":
+        raise UserError(
+            f"spec.run.manifests runs on the local provider only for now; on {opts.provider}"
+            " give spec.run.image (the container image) instead"
+        )
     if opts.clusters and opts.provider != "existing":
         raise UserError(f"--cluster is for --provider existing, not {opts.provider}")
     report_dir = _report_dir(opts.report_dir)
@@ -465,6 +472,8 @@ def _stage(
     if profile.environment.cluster_scope == SHARED:
         # before the dispatcher starts, so one that looks only once sees it all
         scenario.create_shared_scope(env, scenario.Shape.of(profile), run_id)
+    if profile.run is not None:
+        _make_objects(profile.run, profile.dispatcher_name, env, run_id, stack, where)
     users: frozenset[str] = frozenset()
     runner = None
     audit_from = _audit_size(env)  # the audit log before it is earlier runs'
@@ -499,6 +508,28 @@ def _stage(
         claims=claims,
     )
     return session, runner
+
+
+def _make_objects(
+    run: RunSpec,
+    dispatcher_name: str,
+    env: Environment,
+    run_id: str,
+    stack: contextlib.ExitStack,
+    where: str,
+) -> None:
+    """What the dispatcher needs before it starts: the profile's objects and its deploy
+    folder's, made on the clusters until `stack` closes."""
+    wanted = [run.objects]
+    if run.deploy is not None:
+        for note in run.deploy.notes:
+            log(f"{where}manifests: not applied here: {note}")
+        wanted.append(run.deploy.objects)
+    for group in wanted:
+        if group:
+            labels = {inventory.RUN_LABEL: run_id}
+            made = stack.enter_context(objects.made(group, env, NAMESPACE, dispatcher_name, labels))
+            log(f"{where}made before the dispatcher starts: {', '.join(made)}")
 
 
 def _injector(opts: Options, provider: Any, env: Environment) -> faults.Injector:
@@ -616,8 +647,10 @@ def _start_dispatcher(
         )
         how = "as containers"
     else:
-        runner = DispatcherRunner(profile, supervisor, credentials)
+        network = _replica_network(profile.run, env, log, where)
+        runner = DispatcherRunner(profile, supervisor, credentials, network)
         how = "as in a Pod" if profile.run.pod_environment else "as a process"
+        how += ", each replica on a network of its own" if network is not None else ""
     stack.callback(runner.stop_all)
     log(f"{where}starting the dispatcher {how} ({replicas} replica(s)): {profile.shown_command()}")
     runner.start_all()
@@ -626,6 +659,27 @@ def _start_dispatcher(
     if audit:
         runner.wait_ready(Path(audit), users, since=audit_from)
     return runner, users
+
+
+def _replica_network(
+    profile_run: RunSpec | None, env: Environment, log: Callable[[str], None], where: str
+) -> list[int] | None:
+    """The apiserver ports a replica reaches from a network namespace of its own (the
+    manager's first), or None where replicas keep the host's network: asked for
+    (`hostNetwork`), or another provider's clusters, which need not be on this host."""
+    assert profile_run is not None
+    if env.provider != "local":
+        return None
+    if profile_run.host_network:
+        env.info["replicaNetwork"] = "the host's (spec.run.hostNetwork)"
+        return None
+    reason = mountns.network_isolation()
+    if reason is not None:
+        log(f"{where}dispatcher replicas share the host's network: {reason}")
+        env.info["replicaNetwork"] = f"the host's ({reason})"
+        return None
+    env.info["replicaNetwork"] = "one of its own per replica (pasta)"
+    return [c.endpoints["apiserver"] for c in env.clusters]
 
 
 def _start_failure_report(
@@ -699,7 +753,7 @@ def _pytest(
     clusters and tails the audit log (with all in one pytest, the other process's
     recorder was running beside the 100-workload burst when it missed its bound). The
     second pytest runs only if `alone_left` says the collections so far planned some
-    that no environment has taken: starting it for nothing cost a run 4 to 10 s. With an
+    that no environment has taken: starting it for nothing costs a run seconds. With an
     `aside` session (a second environment of their own) a third pytest runs them there
     from the start; each environment's takes the next one neither has (`harness.slots`),
     so the first joins in once its other scenarios are done.
@@ -710,8 +764,8 @@ def _pytest(
     scenarios = str(load_suite().scenarios)
     base = [sys.executable, "-m", "pytest", scenarios, "-q", "-rfE", "-p", "no:cacheprovider"]
     # hypothesis's plugin (a dev dependency, for the unit tests) is loaded, and its
-    # modules assert-rewritten, by every pytest it is installed beside: 1.4 to 1.7 CPU s
-    # a start against 0.4 without, in each of a run's two or three pytest processes
+    # modules assert-rewritten, by every pytest it is installed beside, which makes each
+    # start of a run's two or three pytest processes several times dearer in CPU
     base += ["-p", "harness.testproc", "-p", "no:hypothesispytest"]
     shared = [*base, "-m", "not exclusive"]
     if parallel > 1:

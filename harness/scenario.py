@@ -313,7 +313,7 @@ class Scenario:
     ) -> None:
         """A MultiKueueCluster `name` reaching `worker` through its own kubeconfig Secret,
         with the dispatcher's knobs (tier label, timeout annotation) set."""
-        secret = self.shape.secret_pattern.format(cluster=name)
+        secret = multikueue.worker_secret_name(name, self.shape.secret_pattern)
         base = self.ctx.worker_secrets.get(worker) or multikueue.worker_secret_name(worker)
         data = (
             self.manager.resource("v1", "Secret")
@@ -381,7 +381,7 @@ class Scenario:
         """Point this scenario's MultiKueueCluster at a closed port: Kueue loses it."""
         self._own_clusters_needed("make a cluster inactive")
         name = self.cluster(worker)
-        secret = self.shape.secret_pattern.format(cluster=name)
+        secret = multikueue.worker_secret_name(name, self.shape.secret_pattern)
         resource = self.manager.resource("v1", "Secret")
         data = resource.get(name=secret, namespace=NAMESPACE).to_dict()["data"]
         self._saved_secrets[secret] = data
@@ -421,7 +421,7 @@ class Scenario:
 
     def make_active(self, worker: str) -> None:
         name = self.cluster(worker)
-        secret = self.shape.secret_pattern.format(cluster=name)
+        secret = multikueue.worker_secret_name(name, self.shape.secret_pattern)
         self.manager.resource("v1", "Secret").patch(
             name=secret,
             namespace=NAMESPACE,

@@ -12,6 +12,7 @@ compile once. Results are cached per version and never rebuilt once present.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -19,8 +20,10 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,8 +250,21 @@ def build_module_text(component: Component, replaces: list[str]) -> tuple[str, s
     return "\n".join(gomod) + "\n", tools
 
 
+_preparing: dict[str, threading.Lock] = {}
+_prepared: dict[str, Path] = {}
+
+
 def _prepare_module(component: Component, progress: Progress) -> Path:
-    """The component's build module, written and tidied (downloading what it needs)."""
+    """The component's build module, written and tidied (downloading what it needs), once
+    per process: KWOK's resolution prepares Kueue's too, perhaps while Kueue's own runs."""
+    where = str(cache_dir() / "build" / component.key)
+    with _preparing.setdefault(where, threading.Lock()):
+        if where not in _prepared:
+            _prepared[where] = _write_module(component, progress)
+        return _prepared[where]
+
+
+def _write_module(component: Component, progress: Progress) -> Path:
     work = cache_dir() / "build" / component.key
     work.mkdir(parents=True, exist_ok=True)
     replaces: list[str] = []
@@ -290,39 +306,169 @@ def pinned_replaces(listing: str, skip: tuple[str, ...] = ()) -> list[str]:
 
 
 def build(component: Component, progress: Progress) -> Path:
-    """Build one component unless cached; report progress as packages compile."""
-    target = bin_dir(component)
-    if is_built(component):
-        progress(f"{component.key}: cached in {target}")
-        return target
-    work = _prepare_module(component, progress)
+    """Build one component unless cached."""
+    return build_many([[component]], progress)[component.key]
+
+
+class BuildBoard:
+    """What each component of a concurrent build is doing, said in one line."""
+
+    def __init__(self, keys: list[str], progress: Progress) -> None:
+        self._progress = progress
+        self._lock = threading.Lock()
+        self._state = dict.fromkeys(keys, "queued")
+        self._done = dict.fromkeys(self._state, 0)
+        self._total: dict[str, int] = {}
+        self._started = time.monotonic()
+        self._compiling_since: float | None = None
+
+    def say(self, key: str, state: str) -> None:
+        with self._lock:
+            self._state[key] = state
+        if state.startswith(("cached", "built")):
+            self._progress(f"{key}: {state}")
+
+    def resolved(self, key: str, total: int) -> None:
+        """`key` is ready to compile `total` packages (at most: some may be cached)."""
+        with self._lock:
+            self._total[key] = total
+            self._state[key] = "resolved"
+
+    def compiling(self, key: str) -> None:
+        with self._lock:
+            self._state[key] = "compiling"
+            if self._compiling_since is None:
+                self._compiling_since = time.monotonic()
+
+    def compiled(self, key: str) -> None:
+        with self._lock:
+            self._done[key] += 1
+
+    def line(self) -> str:
+        """e.g. `kubernetes 40% · kueue resolving modules · etcd built · 2m10s, ~4 min left`"""
+        with self._lock:
+            parts = []
+            for key, state in self._state.items():
+                name = key.split("-v")[0]
+                if state == "compiling":
+                    pct = min(99, 100 * self._done[key] // max(self._total[key], 1))
+                    state = f"{pct}%"
+                parts.append(f"{name} {state.split(' in ')[0]}")
+            elapsed = time.monotonic() - self._started
+            line = f"bins: {' · '.join(parts)} · {elapsed // 60:.0f}m{elapsed % 60:02.0f}s"
+            left = self._seconds_left()
+        return line if left is None else f"{line}, ~{max(1, round(left / 60))} min left"
+
+    def _seconds_left(self) -> float | None:
+        """Packages still to compile over the rate so far; None until every component
+        still to build knows its package count and a minute of compiling gives a rate."""
+        pending = [k for k, s in self._state.items() if not s.startswith(("cached", "built"))]
+        if any(k not in self._total for k in pending) or self._compiling_since is None:
+            return None
+        spent = time.monotonic() - self._compiling_since
+        done = sum(self._done.values())
+        if spent < 60 or done == 0:
+            return None
+        return sum(self._total[k] - self._done[k] for k in pending) * spent / done
+
+    @contextlib.contextmanager
+    def reporting(self, every: float) -> Iterator[None]:
+        """Say `line()` every `every` seconds while the block runs."""
+        stop = threading.Event()
+
+        def report() -> None:
+            while not stop.wait(every):
+                self._progress(self.line())
+
+        reporter = threading.Thread(target=report, daemon=True)
+        reporter.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            reporter.join()
+
+
+def build_many(
+    lanes: list[list[Component]], progress: Progress, report_every: float = 15.0
+) -> dict[str, Path]:
+    """Build components unless cached; returns each component's key -> binary folder.
+
+    The lanes compile side by side, each in its order: a later one in a lane reuses the
+    packages an earlier one put in Go's build cache, and the lanes fill the time one build
+    leaves a core idle (its module downloads, its links). Every module is resolved at
+    once in the background, so downloads overlap compiling. One line reports them all.
+    """
+    everything = [c for lane in lanes for c in lane]
+    board = BuildBoard([c.key for c in everything], progress)
+    results: dict[str, Path] = {}
+    to_build = [c for c in everything if not is_built(c)]
+    for c in everything:
+        if c not in to_build:
+            board.say(c.key, f"cached in {bin_dir(c)}")
+            results[c.key] = bin_dir(c)
+    if not to_build:
+        return results
+    with board.reporting(report_every):
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="resolve") as resolver:
+            prepared = {c.key: resolver.submit(_resolve, c, board) for c in to_build}
+            with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="lane") as pool:
+                futures = [
+                    pool.submit(_build_lane, [c for c in lane if c in to_build], prepared, board)
+                    for lane in lanes
+                ]
+                for future in futures:
+                    results.update(future.result())
+    return results
+
+
+def _resolve(component: Component, board: BuildBoard) -> Path:
+    """The component's build module and how many packages its build compiles at most."""
+    board.say(component.key, "resolving modules")
+    work = _prepare_module(component, lambda _msg: None)
     total = len(_run_go(["list", "-deps", *component.packages], cwd=work).split())
+    board.resolved(component.key, total)
+    return work
+
+
+def _build_lane(
+    lane: list[Component], prepared: dict[str, Future[Path]], board: BuildBoard
+) -> dict[str, Path]:
+    built = {}
+    for component in lane:
+        started = time.monotonic()
+        built[component.key] = _compile(component, prepared[component.key].result(), board)
+        board.say(component.key, f"built in {time.monotonic() - started:.0f}s")
+    return built
+
+
+def _compile(component: Component, work: Path, board: BuildBoard) -> Path:
+    target = bin_dir(component)
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     args = ["build", "-v", *COMPILE_FLAGS, "-ldflags", " ".join(("-s", "-w", *component.ldflags))]
     args += ["-o", str(staging) + "/", *component.packages]
-    _stream_build(args, work, total, component.key, progress)
+    board.compiling(component.key)
+    _stream_build(args, work, component.key, lambda: board.compiled(component.key))
     for package in component.packages:
         built, wanted = staging / _go_output_name(package), staging / _binary_name(package)
         if built != wanted:
             built.rename(wanted)
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
-    progress(f"{component.key}: built into {target}")
     return target
 
 
 def _stream_build(
     args: list[str],
     cwd: Path,
-    total: int,
     key: str,
-    progress: Progress,
+    on_package: Callable[[], None],
     goflags: str = "-mod=mod",
 ) -> None:
+    """Run `go build -v`, calling `on_package` as each package compiles."""
     env = {**os.environ, "GOFLAGS": goflags}
-    started = time.monotonic()
     proc = subprocess.Popen(
         [_go(), *args],
         cwd=cwd,
@@ -332,34 +478,31 @@ def _stream_build(
         text=True,
     )
     assert proc.stderr is not None
-    done, last_report, errors = 0, 0.0, []
+    errors = []
     for line in proc.stderr:
         line = line.rstrip()
         if line and not line.startswith(("#", " ")) and " " not in line:
-            done += 1
+            on_package()
         else:
             errors.append(line)
-        now = time.monotonic()
-        if now - last_report >= 10:
-            last_report = now
-            pct = min(99, 100 * done // max(total, 1))
-            progress(f"{key}: compiling {done}/{total} packages ({pct}%, {now - started:.0f}s)")
     if proc.wait() != 0:
         raise UserError(f"building {key} failed: {'; '.join(errors[-3:])}")
 
 
-def build_all(v: Versions, progress: Progress | None = None) -> dict[str, Path]:
-    """Build (or find cached) every binary; returns binary name -> path."""
+def build_all(v: Versions, progress: Progress | None = None, node: bool = False) -> dict[str, Path]:
+    """Build (or find cached) every binary, with a kind node's too when `node`; returns
+    binary name -> path. Kubernetes, the largest, has a lane to itself (its node binaries
+    after it, reusing its packages); etcd, Kueue and KWOK (built against Kueue's packages)
+    share the other, with kind and CoreDNS after them."""
     report = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    paths: dict[str, Path] = {}
-    for component in components(v):
-        started = time.monotonic()
-        directory = build(component, report)
-        if time.monotonic() - started > 1:
-            report(f"{component.key}: {time.monotonic() - started:.0f}s")
-        for name in component.binaries:
-            paths[name] = directory / name
-    return paths
+    wanted = components(v) + (node_components(v) if node else [])
+    by_name = {c.name: c for c in wanted}
+    lanes = [
+        ["kubernetes", "kubernetes-node"],
+        ["etcd", "kueue", "kwok", "kind", "coredns"],
+    ]
+    folders = build_many([[by_name[n] for n in lane if n in by_name] for lane in lanes], report)
+    return {name: folders[c.key] / name for c in wanted for name in c.binaries}
 
 
 def go_module_binary(directory: Path) -> Path:
@@ -389,7 +532,13 @@ def build_go_module(directory: Path, progress: Progress) -> Path:
     staging = target.with_name(target.name + ".partial")
     staging.parent.mkdir(parents=True, exist_ok=True)
     args = ["build", "-v", *COMPILE_FLAGS, "-ldflags", "-s -w", "-o", str(staging), "."]
-    _stream_build(args, directory, total, directory.name, progress, goflags)
+    board = BuildBoard([directory.name], progress)
+    board.resolved(directory.name, total)
+    board.compiling(directory.name)
+    with board.reporting(10.0):
+        _stream_build(
+            args, directory, directory.name, lambda: board.compiled(directory.name), goflags
+        )
     staging.rename(target)
     progress(f"{directory.name}: built into {target.parent} in {time.monotonic() - started:.0f}s")
     return target

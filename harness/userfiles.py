@@ -174,8 +174,8 @@ class _BadShape(Exception):
 
 
 # libyaml's emitter where PyYAML was built with it: the same text as the pure-Python one,
-# four times faster (a 100-workload burst's artifacts: 0.47 against 1.86 CPU s, beside
-# the clusters the next scenario runs on)
+# several times faster, and a burst's artifacts are written beside the clusters the next
+# scenario runs on
 DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 

@@ -231,8 +231,8 @@ def run_lane(
     report_root.mkdir(parents=True, exist_ok=True)
     plan_file = report_root / f"{plan_name}.yaml"
     plan_file.write_text(yaml.safe_dump(entries, sort_keys=False), encoding="utf-8")
-    # one environment a run: the lanes keep both cores busy already, and a second for a
-    # baseline's burst and restarts slowed the whole self-test (17 min 26 s against 15:41);
+    # one environment a run: the lanes keep the cores busy already, and a second for a
+    # baseline's burst and restarts made the whole self-test slower (docs/benchmarks.md);
     # a later --environments in `extra` wins
     argv = [*mkdc_command(), "run", "--plan", str(plan_file), "--environments", "1", *extra]
     print(f"selftest: {' '.join(argv[1:])} ({', '.join(e.row for e in lane)})", file=sys.stderr)
@@ -289,8 +289,8 @@ def earlier_outcomes(
 
 
 def estimate(exp: Expectation, earlier: Mapping[str, float]) -> float:
-    """Seconds the run will take: its last wall time here, else about what runs of that
-    many checks took (a faulty one of 3 checks 2 to 3 minutes, a baseline of 22 about 12)."""
+    """Seconds the run will take: its last wall time here, else a rough guess from its
+    number of checks (a minute, and half a minute a check)."""
     return earlier.get(exp.profile_name) or 60.0 + 30.0 * len(exp.checks)
 
 

@@ -1,4 +1,5 @@
-"""The README's benchmark tables are generated from benchmarks/figures.json, never typed."""
+"""docs/benchmarks.md's benchmark tables are generated from benchmarks/figures.json, never
+typed."""
 
 from __future__ import annotations
 
@@ -30,18 +31,25 @@ def test_each_measured_section_becomes_a_titled_table():
     assert "Dispatchers" not in block  # not measured, not shown
 
 
-def test_the_block_is_replaced_in_place_and_a_readme_without_one_is_an_error():
-    readme = f"# x\n\nbefore\n{bench.BEGIN}\nold figures\n{bench.END}\nafter\n"
-    new = bench.with_figures(readme, bench.render({"bringUp": BRING_UP}))
+def test_the_block_is_replaced_in_place_and_a_page_without_one_is_an_error():
+    page = f"# x\n\nbefore\n{bench.BEGIN}\nold figures\n{bench.END}\nafter\n"
+    new = bench.with_figures(page, bench.render({"bringUp": BRING_UP}))
     assert new.startswith("# x\n\nbefore\n") and new.endswith("\nafter\n")
     assert "old figures" not in new and "1 + 4" in new
     with pytest.raises(SystemExit, match="no generated block"):
         bench.with_figures("# x\n", "block")
 
 
-def test_the_readme_shows_what_the_figures_file_holds():
-    """Fails when someone edits a generated number by hand, or measures without `readme`."""
-    assert bench.main(["readme", "--check"]) == 0
+def test_the_benchmarks_page_shows_what_the_figures_file_holds():
+    """Fails when someone edits a generated number by hand, or measures without `tables`."""
+    assert bench.PAGE == bench.ROOT / "docs" / "benchmarks.md"
+    assert bench.main(["tables", "--check"]) == 0
+
+
+def test_the_generated_tables_live_in_the_benchmarks_page_only():
+    """One place for the generated figures: the README links to the page, never copies it."""
+    assert bench.BEGIN not in (bench.ROOT / "README.md").read_text()
+    assert bench.PAGE.read_text().count(bench.BEGIN) == 1
 
 
 DISPATCHERS = {
@@ -121,6 +129,8 @@ def _p99(run: dict[str, Any]) -> float:
 def test_the_scaling_picture_comes_with_its_points_as_a_table():
     section = {"command": "x", "figures": {"runs": [_run(4, 0.4), _run(20, 2.0)]}}
     lines = bench.scaling_lines(section)
-    assert lines[0] == "![p99 to first nomination against workers](benchmarks/scaling.png)"
+    # linked from docs/, so the picture in benchmarks/ is one folder up, and it is there
+    assert lines[0] == "![p99 to first nomination against workers](../benchmarks/scaling.png)"
+    assert (bench.PAGE.parent / bench.picture_link()).resolve() == bench.SCALING
     assert "| workers | 4 | 20 |" in lines
     assert "| reference p50 / p99 (s) | 0.20 / 0.40 | 1.00 / 2.00 |" in lines

@@ -23,6 +23,7 @@ ENV = cast(  # what build_report reads of the environment
         kueue_version="v0.19.2",
         workers=[SimpleNamespace(name=f"w{i}") for i in range(4)],
         nomination_write_mode="admission-policy",
+        info={},
     ),
 )
 

@@ -85,13 +85,13 @@ class Settings:
     workers: int = 16
     # of those, this many take only workloads still waiting for their first nominee: under
     # a backlog of escalations on a slow apiserver every worker sat in a write while new
-    # workloads waited their turn (seconds at 1+20)
+    # workloads waited their turn
     first_dispatch_workers: int = 4
     # escalations in flight at once: writes that add a cluster to a workload that already
     # has a copy somewhere. Each makes Kueue create one more remote copy, so under a flood
     # of pending work their rate follows how fast the manager answers instead of
-    # multiplying copies until Kueue itself falls behind (README: "Escalations at the
-    # manager's pace")
+    # multiplying copies until Kueue itself falls behind (docs/measurement-history.md:
+    # "Escalations at the manager's pace")
     escalation_writes: int = 2
     kube_qps: float = 100.0  # client-side limit of API gets and writes, as client-go's QPS
     kube_burst: int = 200

@@ -234,11 +234,13 @@ def kwok_image(v: Versions) -> Image:
 
 def node_binaries(v: Versions, progress: Progress) -> dict[str, Path]:
     """kubelet, kubeadm, kubectl, kube-proxy and kind (built once, then cached)."""
-    paths: dict[str, Path] = {}
-    for component in toolchain.node_components(v):
-        directory = toolchain.build(component, progress)
-        paths.update({name: directory / name for name in component.binaries})
-    return paths
+    node, kind, coredns = toolchain.node_components(v)
+    folders = toolchain.build_many([[node], [kind, coredns]], progress)
+    return {name: folders[c.key] / name for c in (node, kind, coredns) for name in c.binaries}
+
+
+def can_build_rootfs() -> bool:
+    return shutil.which("debootstrap") is not None and os.geteuid() == 0
 
 
 def debian_rootfs(progress: Progress) -> Path:
@@ -247,11 +249,12 @@ def debian_rootfs(progress: Progress) -> Path:
     tarball = images_dir() / f"rootfs-{SUITE}-{key}.tar"
     if tarball.is_file():
         return tarball
-    if not shutil.which("debootstrap"):
-        raise UserError(
-            "debootstrap is needed to build the kind node image here: apt-get install debootstrap"
-        )
-    if os.geteuid() != 0:
+    if not can_build_rootfs():
+        if not shutil.which("debootstrap"):
+            raise UserError(
+                "debootstrap is needed to build the kind node image here:"
+                " sudo scripts/setup --for test (or apt-get install debootstrap)"
+            )
         raise UserError("building the kind node image here needs root (debootstrap, chroot)")
     images_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=images_dir(), prefix="rootfs-") as tmp:

@@ -63,24 +63,22 @@ AUDIT_POLICY: dict[str, Any] = {
 NODE_CAPACITY = {"cpu": "64", "memory": "256Gi", "pods": "250"}  # each fake node
 
 # The Go collector's pacing for the processes whose heap is large: a kube-apiserver holds
-# ~165 MiB live (mostly OpenAPI documents of the built-in and Kueue types) and, at Go's
-# default GOGC=100, grows to twice that before collecting. GOGC=75 collects at 1.75x:
-# measured with `python -m harness.tools.bench_up`, 1+20 came up in 71.9 s on 113.5
-# apiserver CPU seconds and 7.2 GiB PSS at 75, 70.9 s, 109.8 s and 8.4 GiB at 100, 81.1 s,
-# 132.1 s and 6.6 GiB at 50 (1+3: 14.8-15.9 apiserver CPU seconds at 75, 13.4-16.2 at
-# 100, 17.1-17.3 at 50): about the CPU of Go's default, with 1+20 within 8 GiB.
+# a large live heap (mostly OpenAPI documents of the built-in and Kueue types) and, at
+# Go's default GOGC=100, grows to twice that before collecting. GOGC=75 collects at 1.75x:
+# about the CPU of Go's default for noticeably less memory, while 50 costs more CPU
+# (`python -m harness.tools.bench_up`; the figures are in docs/benchmarks.md).
 # Safe: it changes when garbage is collected, never what any server does; no hard limit
 # (GOMEMLIMIT) is set, so a server under load is never starved into collecting nonstop.
 GO_RUNTIME = {"apiserver": {"GOGC": "75"}, "etcd": {"GOGC": "75"}}
 # A worker's processes run Go code on one thread at a time. At Go's default (a P per core)
 # each of a 1+20 environment's 100 Go processes keeps two Ps, whose threads spin looking
-# for work and run collection workers side by side, on 2 cores all of them share: with
-# `python -m harness.tools.bench_up --workers 20`, three runs each, alternating, 1+20 was
-# ready in 73.6, 70.2 and 70.1 s on 133, 124 and 126 CPU seconds against 79.0, 83.8 and
-# 75.6 s on 144, 152 and 137. Safe: it bounds how many threads run a worker's Go code at
-# once, never what the process does, and a worker's load (its share of a scenario's
-# workloads) gets less than a core anyway beside 20 other clusters on 2 cores. The manager,
-# where bursts and the benchmark's 1000 workloads land, keeps every core, as does etcd.
+# for work and run collection workers side by side, on the few cores all of them share:
+# a 1+20 bring-up is faster and uses less CPU this way (`python -m harness.tools.bench_up
+# --workers 20`; the figures are in docs/benchmarks.md). Safe: it bounds how many threads
+# run a worker's Go code at once, never what the process does, and a worker's load (its
+# share of a scenario's workloads) gets less than a core anyway beside 20 other clusters
+# on 2 cores. The manager, where bursts and the benchmark's 1000 workloads land, keeps
+# every core, as does etcd.
 WORKER_GO_RUNTIME = {"GOMAXPROCS": "1"}
 
 

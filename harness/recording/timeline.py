@@ -182,7 +182,7 @@ class Timeline:
         self._events: list[Event] = sorted(events, key=lambda e: e.t)
         # positions of each workload's events, built at the first ``of``: a check or a wait
         # that asks for each of 100 workloads in turn would otherwise scan every event 100
-        # times (the burst scenario's wait: 36 ms of CPU a poll, every 0.5 s, against 7)
+        # times (the burst scenario's wait polls that way twice a second)
         self._positions: dict[str, list[int]] | None = None
 
     def append(self, event: Event) -> None:

@@ -23,7 +23,7 @@ def burst_liveness(tl: Timeline, b: Bounds) -> Verdict:
     it only on the worker it chose, and under load shows that on the manager up to a
     minute later: time the dispatcher had no part in), and, for a Job that ran to
     completion, the manager's FINISHED (Kueue may never record clusterName for a short
-    Job; see README). Measures p50/p99 time to first nomination and to placement."""
+    Job; see docs/kueue-notes.md). Measures p50/p99 time to first nomination and to placement."""
     foreign = set(b.foreign_workloads)
     created = {
         e.workload: e.t for e in tl.where(Kind.WORKLOAD_CREATED) if e.workload not in foreign

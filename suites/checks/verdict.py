@@ -18,7 +18,7 @@ MAX_NOMINATIONS = 20  # the API's maxItems of .status.nominatedClusterNames (Wor
 # Seconds. Named so the report can show the tolerances actually used.
 DEFAULT_SLACKS: dict[str, float] = {
     # admission on a worker + Job creation after the right nomination: Kueue's MultiKueue
-    # reconciles alone took up to ~60 s under a burst on a 2-core machine
+    # reconciles alone come close to this under a burst on a small machine
     "placement_slack": 60.0,
     "escalation_slack": 3.0,  # an escalation (or a first nomination) may be this late
     "early_tolerance": 1.0,  # ... and this early (clock skew between recorders)

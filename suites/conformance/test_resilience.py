@@ -85,7 +85,8 @@ def test_leader_failover(scenario):
         "a first nomination", lambda tl: tl.of(workload).where_writes(), timeout=30
     )
     # mid-round, and late enough that a second replica writing beside the first nomination
-    # falls outside the handover EXT-12 forgives (a kill 0.46 s after the first write did)
+    # falls outside the handover EXT-12 forgives (a kill right after the first write did
+    # not)
     b = bounds(scenario)
     first = tl.of(workload).where_writes()[0].t
     scenario.observe_until(

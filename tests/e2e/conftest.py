@@ -12,8 +12,7 @@ from harness import toolchain, versions
 from tests import schedule
 
 # Seconds each e2e test took in a parallel `make test` beside the kind smoke (its
-# --durations, 2026-12-04 21:09), for the order below; a test not listed counts as
-# DEFAULT_SECONDS.
+# --durations), for the order below; a test not listed counts as DEFAULT_SECONDS.
 SECONDS = {
     "test_faulty_dispatchers_sharing_an_environment_are_each_rejected_by_their_checks": 139,
     "test_discovering_clusters_once_fails_only_the_config_change_and_says_why": 135,

@@ -28,11 +28,31 @@ SLACK = "placement_slack=15s"
 
 
 @pytest.mark.e2e
-def test_the_go_example_conforms_on_the_core_subset(selected_versions, tmp_path) -> None:
+def test_the_go_example_from_its_deploy_folder_conforms_with_two_replicas(
+    selected_versions, tmp_path
+) -> None:
+    """Started from dispatchers/example-go/deploy/ (no run.command): two replicas in each of
+    the run's two environments, every one listening on :8080 and :8081 on a network of its
+    own; EXT-12 (leader failover) runs on the second environment."""
     report_dir = tmp_path / "report"
-    proc = mkdc_run("example-go", report_dir, "--checks", CORE_SUBSET, "--workers", "3")
-    assert_conforms(proc, report_dir, CORE_SUBSET)
+    checks = f"{CORE_SUBSET},EXT-12"
+    proc = mkdc_run("example-go-deploy-ha", report_dir, "--checks", checks, "--workers", "3")
+    assert_conforms(proc, report_dir, checks)
     assert "example-go: built into" in proc.stderr or "example-go: cached in" in proc.stderr
+    assert "each replica on a network of its own (2 replica(s))" in proc.stderr
+    assert (
+        "made before the dispatcher starts: ConfigMap kueue-system/example-dispatcher-settings"
+        in (proc.stderr)
+    )
+    assert "manifests: not applied here: container manager: livenessProbe" in proc.stderr
+    environment = report_of(report_dir)["environment"]
+    assert environment["environments"] == 2, environment
+    assert environment["dispatcherRun"] == "deploy folder (Deployment example-dispatcher)"
+    assert environment["replicaNetwork"] == "one of its own per replica (pasta)"
+    assert environment["notApplied"] == [
+        "container manager: livenessProbe is not applied here",
+        "container manager: resources is not applied here",
+    ]
 
 
 @pytest.mark.e2e

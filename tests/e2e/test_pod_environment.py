@@ -66,7 +66,8 @@ def test_without_the_privilege_it_cannot_start_and_with_it_it_runs_as_in_a_pod(
     # without: an error naming the dispatcher's log, kept in its report
     [error] = [line for line in proc.stderr.splitlines() if "mkdc: error:" in line]
     log = without / "r" / "artifacts" / "logs" / "dispatcher-0.log"
-    assert "exited with code 3 at start" in error and str(log) in error, error
+    assert "exited with code 3 at start: cannot list Secrets in kueue-system: 403" in error
+    assert str(log) in error, error
     assert "cannot list Secrets in kueue-system: 403" in log.read_text()
     report = report_of(without / "r")
     assert report["summary"]["result"] == "error" and "exited with code 3" in report["error"]

@@ -1,0 +1,270 @@
+"""A vendor's deploy folder read as the local provider runs it: rules bound to the
+Deployment's account, env as the kubelet builds it, volumes as files, and every field not
+honoured named in one line."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import deploy
+from harness.dispatcher import downward_api, volumes
+from harness.errors import UserError
+from harness.profile import load_profile
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "dispatchers" / "example-go" / "deploy"
+PROFILES = Path(__file__).resolve().parents[1] / "dispatchers" / "profiles"
+
+
+def folder(tmp_path: Path, *docs: dict) -> Path:
+    where = tmp_path / "deploy"
+    where.mkdir(exist_ok=True)
+    (where / "all.yaml").write_text(yaml.safe_dump_all(docs))
+    return where
+
+
+def deployment(container: dict, **pod: object) -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "vendor-system"},
+        "spec": {
+            "replicas": 2,
+            "template": {"spec": {"serviceAccountName": "sa", "containers": [container], **pod}},
+        },
+    }
+
+
+CONFIG = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "settings", "namespace": "vendor-system"},
+    "data": {"mode": "fast", "settings.yaml": "a: 1\n"},
+}
+SECRET = {
+    "apiVersion": "v1",
+    "kind": "Secret",
+    "metadata": {"name": "token"},
+    "data": {"value": base64.b64encode(b"s3cret").decode()},
+}
+
+
+def test_the_example_folder_as_the_local_provider_runs_it() -> None:
+    read = deploy.read([str(EXAMPLE)], EXAMPLE, "kueue-system")
+    pod = read.pod
+    assert (pod.deployment, pod.container, pod.replicas) == ("example-dispatcher", "manager", 1)
+    assert pod.command == ("/manager",)
+    assert pod.env == {"DISPATCHER_CONFIG": "/etc/dispatcher/settings.yaml"}
+    assert pod.pod_fields == {"POD_NAMESPACE": "metadata.namespace"}
+    [mount] = pod.mounts
+    assert (
+        mount.path == "/etc/dispatcher"
+        and b'metricsBindAddress: ":8080"' in (mount.files["settings.yaml"])
+    )
+    assert any("leases" in r["resources"] for r in read.namespace_rules)
+    assert any("workloads/status" in r["resources"] for r in read.cluster_rules)
+    assert [d["kind"] for d in read.objects.manager] == ["ConfigMap"]
+    assert read.notes == (
+        "container manager: livenessProbe is not applied here",
+        "container manager: resources is not applied here",
+    )
+
+
+def test_env_as_the_kubelet_builds_it(tmp_path: Path) -> None:
+    container = {
+        "name": "c",
+        "command": ["/bin/run", "--mode=$(MODE)", "$$(KEPT)"],
+        "args": ["--token", "$(TOKEN)", "--missing=$(NOPE)"],
+        "envFrom": [{"configMapRef": {"name": "settings"}, "prefix": "CFG_"}],
+        "env": [
+            {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}},
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "token", "key": "value"}}},
+            {"name": "URL", "value": "http://x/$(MODE)"},
+            {"name": "ME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+            {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+            {
+                "name": "OPT",
+                "valueFrom": {"secretKeyRef": {"name": "gone", "key": "k", "optional": True}},
+            },
+        ],
+    }
+    read = deploy.read(
+        [str(folder(tmp_path, deployment(container), CONFIG, SECRET))], tmp_path, "ns"
+    )
+    pod = read.pod
+    assert pod.command == ("/bin/run", "--mode=fast", "$(KEPT)")
+    assert pod.args == ("--token", "s3cret", "--missing=$(NOPE)")
+    assert pod.env["CFG_mode"] == "fast" and pod.env["URL"] == "http://x/fast"
+    assert "OPT" not in pod.env
+    assert pod.pod_fields == {"ME": "metadata.name"}
+    assert downward_api(pod.pod_fields, "dispatcher-1", 1) == {"ME": "dispatcher-1"}
+    assert (
+        "container c: env UID: fieldRef metadata.uid is not given here (variable left unset)"
+        in (read.notes)
+    )
+    assert "container c: env CPU: resourceFieldRef is not given here (variable left unset)" in (
+        read.notes
+    )
+    assert read.notes[0].startswith("namespace vendor-system: the dispatcher runs in ns")
+    assert {d["metadata"].get("namespace") for d in read.objects.manager} == {"ns", None}
+
+
+def test_rules_only_from_bindings_to_its_account(tmp_path: Path) -> None:
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "r", "namespace": "vendor-system"},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}],
+    }
+    cluster_role = {**role, "kind": "ClusterRole", "metadata": {"name": "cr"}}
+    mine = {"kind": "ServiceAccount", "name": "sa", "namespace": "vendor-system"}
+    other = {"kind": "ServiceAccount", "name": "someone-else", "namespace": "vendor-system"}
+
+    def binding(kind: str, name: str, ref: str, ref_kind: str, subject: dict) -> dict:
+        meta = {"name": name, **({"namespace": "vendor-system"} if kind == "RoleBinding" else {})}
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": kind,
+            "metadata": meta,
+            "roleRef": {"kind": ref_kind, "name": ref},
+            "subjects": [subject],
+        }
+
+    read = deploy.read(
+        [
+            str(
+                folder(
+                    tmp_path,
+                    deployment({"name": "c", "command": ["/x"]}),
+                    role,
+                    cluster_role,
+                    binding("RoleBinding", "rb", "r", "Role", mine),
+                    binding("ClusterRoleBinding", "crb", "cr", "ClusterRole", mine),
+                    binding("ClusterRoleBinding", "theirs", "cr", "ClusterRole", other),
+                    binding("ClusterRoleBinding", "view", "view", "ClusterRole", mine),
+                )
+            )
+        ],
+        tmp_path,
+        "vendor-system",
+    )
+    assert read.namespace_rules == tuple(role["rules"])
+    assert read.cluster_rules == tuple(role["rules"])  # once: the other account's is not
+    assert read.notes == (
+        "ClusterRoleBinding view: ClusterRole view is not in the manifests; not granted",
+    )
+
+
+def test_volumes_are_files_where_the_container_expects_them(tmp_path: Path) -> None:
+    container = {
+        "name": "c",
+        "command": ["/x"],
+        "volumeMounts": [
+            {"name": "cfg", "mountPath": "/etc/vendor"},
+            {"name": "cfg", "mountPath": "/etc/other/config.yaml", "subPath": "settings.yaml"},
+            {"name": "tok", "mountPath": "/var/run/vendor"},
+            {"name": "scratch", "mountPath": "/tmp/work"},
+            {"name": "host", "mountPath": "/host"},
+        ],
+    }
+    pod_volumes = [
+        {"name": "cfg", "configMap": {"name": "settings"}},
+        {
+            "name": "tok",
+            "secret": {"secretName": "token", "items": [{"key": "value", "path": "t"}]},
+        },
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "host", "hostPath": {"path": "/"}},
+    ]
+    read = deploy.read(
+        [str(folder(tmp_path, deployment(container, volumes=pod_volumes), CONFIG, SECRET))],
+        tmp_path,
+        "ns",
+    )
+    assert [m.path for m in read.pod.mounts] == [
+        "/etc/vendor",
+        "/etc/other/config.yaml",
+        "/var/run/vendor",
+        "/tmp/work",
+    ]
+    assert "container c: volumeMount host at /host: a hostPath volume is not mounted here" in (
+        read.notes
+    )
+    setup = volumes(read.pod, tmp_path / "files", tmp_path / "scratch")
+    assert (tmp_path / "files" / "cfg" / "settings.yaml").read_text() == "a: 1\n"
+    assert (tmp_path / "files" / "tok" / "t").read_bytes() == b"s3cret"
+    assert (tmp_path / "files" / "scratch").is_dir()
+    assert (
+        f"mount --bind {tmp_path / 'files' / 'cfg' / 'settings.yaml'} /etc/other/config.yaml"
+        in (setup)
+    )
+
+
+@pytest.mark.parametrize(
+    ("docs", "problem"),
+    [
+        ((), "needs exactly one Deployment (the dispatcher), found none"),
+        (
+            (
+                deployment(
+                    {
+                        "name": "c",
+                        "env": [
+                            {
+                                "name": "X",
+                                "valueFrom": {"configMapKeyRef": {"name": "nope", "key": "k"}},
+                            }
+                        ],
+                    }
+                ),
+            ),
+            "container c: env X: ConfigMap nope is not in the manifests",
+        ),
+        (
+            (deployment({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}),),
+            "container c: volumeMount v at /v: no volume of that name",
+        ),
+    ],
+)
+def test_what_cannot_run_is_said(tmp_path: Path, docs: tuple, problem: str) -> None:
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "x.yaml").write_text(yaml.safe_dump_all(docs) if docs else "")
+    with pytest.raises(ValueError) as raised:
+        deploy.read([str(tmp_path / "deploy")], tmp_path, "ns")
+    assert problem in str(raised.value)
+
+
+def test_a_profile_of_a_deploy_folder() -> None:
+    profile = load_profile(PROFILES / "example-go-deploy-ha.yaml")
+    run = profile.run
+    assert run is not None and run.deploy is not None
+    assert run.command == ("{binary}",) and run.replicas == 2
+    assert run.env == {"DISPATCHER_CONFIG": "/etc/dispatcher/settings.yaml"}
+    assert run.rbac.namespace_rules and run.rbac.cluster_rules
+
+
+@pytest.mark.parametrize(
+    ("run", "problem"),
+    [
+        (
+            {"manifests": str(EXAMPLE), "command": ["/x"]},
+            "spec.run.command: the Deployment in spec.run.manifests says how the dispatcher runs",
+        ),
+        ({"manifests": "nowhere"}, "spec.run.manifests: nowhere: no such file or folder"),
+        (
+            {"manifests": str(EXAMPLE)},
+            "spec.run.command[0]: executable '/manager' not found",
+        ),
+    ],
+)
+def test_bad_deploy_profiles_are_one_line(tmp_path: Path, run: dict, problem: str) -> None:
+    doc = yaml.safe_load((PROFILES / "example-go-deploy.yaml").read_text())
+    doc["spec"]["run"] = run
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(UserError) as raised:
+        load_profile(tmp_path / "p.yaml")
+    assert problem in str(raised.value)
