@@ -3,17 +3,17 @@ one result per check, with the environment, timeouts, scorecard and findings."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from harness import identity, scenario
+from harness import identity, results, scenario
 from harness.environment import Environment
 from harness.kueue_install import NAMESPACE
 from harness.options import Options
 from harness.profile import Profile
 from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
+from harness.results import ScenarioResult
 from harness.session import Result, selects
 from harness.suite import load as load_suite
 
@@ -37,33 +37,32 @@ def build_report(
     no scenario recorded anything (its scenario marker lost, say, or the run `interrupted`
     by that signal) is undecided, not absent."""
     suite = load_suite()
-    records = [json.loads(p.read_text()) for p in sorted((report_dir / "results").glob("*.json"))]
-    by_check: dict[str, list[dict[str, Any]]] = {}
+    records = results.read_all(report_dir / "results")
+    by_check: dict[str, list[ScenarioResult]] = {}
     for record in records:
-        by_check.setdefault(record["check"], []).append(record)
-    results = []
+        by_check.setdefault(record.check, []).append(record)
+    folded = []
     for check_id, check in suite.catalogue.items():
         # the worst result of a check over its scenarios is its result
-        recs = sorted(by_check.get(check_id, []), key=lambda r: Result(r["result"]).rank)
+        recs = sorted(by_check.get(check_id, []), key=lambda r: r.result.rank)
         if not recs:
             if due(check_id, check.feature, profile, opts):
                 why = INTERRUPTED.format(how=interrupted) if interrupted else NO_RECORD
-                results.append(CheckResult(check_id, check.name, UNDECIDED, why))
+                folded.append(CheckResult(check_id, check.name, UNDECIDED, why))
             continue
         worst = recs[0]
-        message = worst.get("message", "") if worst["result"] != "passed" else ""
-        results.append(
+        folded.append(
             CheckResult(
                 id=check_id,
                 name=check.name,
-                result=worst["result"],
-                message=message,
-                duration_seconds=round(sum(r.get("durationSeconds", 0.0) for r in recs), 1),
-                timeline=Timeline.from_list(worst["timeline"]) if worst.get("timeline") else None,
-                measured=worst.get("measured") or {},
+                result=worst.result,
+                message=worst.message if worst.result != Result.PASSED else "",
+                duration_seconds=round(sum(r.duration_seconds for r in recs), 1),
+                timeline=Timeline.from_list(worst.timeline) if worst.timeline else None,
+                measured=worst.measured,
             )
         )
-    cards = {_test_name(r["scenario"]): r["scorecard"] for r in records if r.get("scorecard")}
+    cards = {_test_name(r.scenario): r.scorecard for r in records if r.scorecard}
     environment = environment_section(profile, env, scenario.Shape.of(profile).to_report(), wall)
     card = suite.merge_scorecards(cards.values()) if cards else {}
     card.pop("samples", None)
@@ -72,7 +71,7 @@ def build_report(
     }
     return Report.for_profile(
         profile,
-        results,
+        folded,
         environment=environment,
         timeouts=_timeouts(profile, opts),
         scorecard=card,

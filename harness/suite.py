@@ -19,6 +19,7 @@ from harness.errors import UserError
 
 if TYPE_CHECKING:
     from harness.report import Finding
+    from harness.results import ScenarioResult
 
 ENTRY_POINT_GROUP = "mkdc.suites"
 DEFAULT_SUITE = "conformance"
@@ -46,7 +47,7 @@ class Suite(Protocol):
     def scenarios(self) -> Path: ...  # the pytest directory `mkdc run` runs
 
     def findings(
-        self, records: Sequence[Mapping[str, Any]], claims: Mapping[str, Any]
+        self, records: Sequence[ScenarioResult], claims: Mapping[str, Any]
     ) -> list[Finding]: ...
     def merge_scorecards(self, cards: Iterable[Mapping[str, Any]]) -> dict[str, Any]: ...
     def timeouts(self, claims: Mapping[str, Any], slacks: Mapping[str, str] | None) -> dict: ...

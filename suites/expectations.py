@@ -8,23 +8,21 @@ result file per check for the report, and fails the test with every violation.
 from __future__ import annotations
 
 import json
-import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from harness import faults, progress, userfiles
+from harness import faults, progress, results, userfiles
 from harness.multikueue import API
 from harness.profile import Claims
-from harness.recording.timeline import Kind, Timeline
+from harness.recording.timeline import Timeline
+from harness.results import ScenarioResult
 from harness.scenario import Scenario
 from harness.session import Result, Session, current
-from suites.checks import CATALOGUE, Bounds, Check, Verdict, run_check
+from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
 from suites.scorecard import scorecard
-
-ANY_TIMELINE = ("CORE-01", "CORE-02", "CORE-05")  # hold on every scenario's timeline
 
 
 def bounds(sc: Scenario, **facts: Any) -> Bounds:
@@ -167,7 +165,7 @@ def judge_every_timeline(sc: Scenario) -> None:
     """Checks that hold on any timeline, recorded for every scenario that ran workloads."""
     if not sc.jobs:
         return
-    ids = [c for c in ANY_TIMELINE if c not in getattr(sc, "checks", [])]
+    ids = [c for c in every_timeline() if c not in getattr(sc, "checks", [])]
     tl, b, origin = _observed(sc)
     for check_id in ids:
         if _wanted(check_id):
@@ -181,41 +179,20 @@ def _wanted(check_id: str) -> bool:
     return current().selects(check_id)
 
 
-def _write(session: Session, record: dict[str, Any]) -> None:
+def _write(session: Session, record: ScenarioResult) -> None:
     """The result file for the report, and the verdict for the live progress."""
-    path = (
-        session.results_dir / f"{record['scenario']}-{record['check']}-{secrets.token_hex(3)}.json"
-    )
-    path.write_text(json.dumps(record))
-    check = CATALOGUE.get(record["check"])
+    results.write(session.results_dir, record)
+    check = CATALOGUE.get(record.check)
     progress.emit(
         session.events_file,
         progress.CHECK_VERDICT,
-        check=record["check"],
+        check=record.check,
         name=check.name if check is not None else "",
-        scenario=record["scenario"],
-        result=str(record["result"]),
-        message=record.get("message", ""),
-        durationSeconds=record.get("durationSeconds"),
+        scenario=record.scenario,
+        result=str(record.result),
+        message=record.message,
+        durationSeconds=record.duration_seconds,
     )
-
-
-# Checks whose decision point is a wait of their own scenario, once the scenario got as far
-# as the predicate says: a wait there that times out is the check's own verdict.
-DECIDED_BY_WAIT: dict[str, Callable[[Timeline], bool]] = {
-    "CORE-04": lambda tl: True,  # the wait for placement is the check
-    "CORE-09": lambda tl: True,  # the wait for every placement of the burst is the check
-    "CORE-07": lambda tl: len(tl.where(Kind.CONFIG_CHANGED)) > 1,  # after the cluster joined
-    "CORE-06": lambda tl: bool(tl.where_placed()),  # placed once: then the re-placement
-    "EXT-09": lambda tl: bool(tl.where_placed()),  # placed once: then placed elsewhere
-    "EXT-11": lambda tl: _acted(tl, "dispatcher-restarted"),  # after the dispatcher was back
-    "EXT-13": lambda tl: _acted(tl, "manager-apiserver-back"),  # after the apiserver was back
-    "EXT-14": lambda tl: _acted(tl, "manager-kueue-back"),  # after Kueue was back
-}
-
-
-def _acted(tl: Timeline, what: str) -> bool:
-    return any(e.what == what for e in tl.where(Kind.ACTION))
 
 
 def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None:
@@ -245,11 +222,12 @@ def settle(
 
     - Another check failed in this scenario (e.g. CORE-01, judged on every timeline): that
       explains the break, so this check is `undecided`, naming it.
-    - Else a wait timed out, and the wait is this check's decision point (DECIDED_BY_WAIT:
-      CORE-04 and CORE-09 wait for the placements they bound; CORE-06, CORE-07, EXT-09,
-      EXT-11, EXT-13 and EXT-14 once their eviction, config change, failure or restart
-      happened): the dispatcher broke this check's promise, so it is `failed` (unless an
-      injected environment fault disturbed the scenario: see `excused`).
+    - Else a wait timed out, and the wait is this check's decision point (its
+      `decided_by_wait` in the catalogue: CORE-04 and CORE-09 wait for the placements they
+      bound; CORE-06, CORE-07, EXT-09, EXT-11, EXT-13 and EXT-14 once their eviction,
+      config change, failure or restart happened): the dispatcher broke this check's
+      promise, so it is `failed` (unless an injected environment fault disturbed the
+      scenario: see `excused`).
     - Else (a wait the check merely needed, e.g. CORE-03 and CORE-08 need a placement
       first; or an environment error): `undecided`, naming the error.
     """
@@ -261,7 +239,7 @@ def settle(
             Result.UNDECIDED,
             f"undecided: {first} failed in this scenario{also}: {failed[first]}",
         )
-    decides = DECIDED_BY_WAIT.get(check_id)
+    decides = CATALOGUE[check_id].decided_by_wait
     if timed_out and decides is not None and decides(tl):
         return Result.FAILED, f"scenario did not complete: {error}"
     if timed_out:
@@ -298,32 +276,27 @@ def _record(
         sc.failed[check_id] = why or verdict.message
     _write(
         current(),
-        {
-            "check": check_id,
-            "scenario": sc.name,
-            "result": result,
-            "message": _with_context(
-                sc, why or (verdict.message if result != Result.PASSED else "")
-            ),
-            "measured": verdict.measured,
-            "durationSeconds": round(sc.ctx.recorder.now() - sc.started, 1),
-            "timeline": tl.to_list(),
-            # for findings across scenarios: when the timeline starts (monotonic seconds,
-            # one clock for every test process), the config, the foreign workloads, whose
-            # requests are the dispatcher's
-            "origin": round(origin, 3),
-            "observedUntil": b.observed_until,
-            "config": list(b.clusters),
-            "sharedClusters": sc.shared,  # the environment's, made before the dispatcher
-            "foreign": sorted(sc.foreign),
-            "dispatcherUsers": sorted(sc.ctx.dispatcher_users),
-            "scorecard": scorecard(
+        ScenarioResult(
+            check=check_id,
+            scenario=sc.name,
+            result=result,
+            message=_with_context(sc, why or (verdict.message if result != Result.PASSED else "")),
+            measured=verdict.measured,
+            duration_seconds=round(sc.ctx.recorder.now() - sc.started, 1),
+            timeline=tl.to_list(),
+            origin=round(origin, 3),
+            observed_until=b.observed_until,
+            config=tuple(b.clusters),
+            shared_clusters=sc.shared,  # the environment's, made before the dispatcher
+            foreign=tuple(sorted(sc.foreign)),
+            dispatcher_users=tuple(sorted(sc.ctx.dispatcher_users)),
+            scorecard=scorecard(
                 Timeline(e for e in tl if e.workload not in sc.foreign),
                 set(sc.ctx.dispatcher_users),
             ),
-            "timeouts": b.report_timeouts(),
-            "shape": sc.shape.to_report(),
-        },
+            timeouts=b.report_timeouts(),
+            shape=sc.shape.to_report(),
+        ),
     )
 
 
@@ -371,21 +344,18 @@ def record_not_supported(session: Session, ids: list[str], feature: str | None) 
     for check_id in ids:
         _write(
             session,
-            {
-                "check": check_id,
-                "scenario": "collection",
-                "result": Result.NOT_SUPPORTED,
-                "message": f"the profile does not claim {feature}",
-            },
+            ScenarioResult(
+                check_id,
+                "collection",
+                Result.NOT_SUPPORTED,
+                f"the profile does not claim {feature}",
+            ),
         )
 
 
 def record_skipped(session: Session, ids: list[str], why: str) -> None:
     for check_id in ids:
-        _write(
-            session,
-            {"check": check_id, "scenario": "collection", "result": Result.SKIPPED, "message": why},
-        )
+        _write(session, ScenarioResult(check_id, "collection", Result.SKIPPED, why))
 
 
 SETUP_BROKE = "undecided: scenario {test} could not be set up ({error}), so it decided nothing"
@@ -404,10 +374,7 @@ def record_setup_failed(
     if excuse:
         why = f"{excuse} (t from the setup's start); {why}"
     for check_id in ids:
-        _write(
-            session,
-            {"check": check_id, "scenario": test, "result": Result.UNDECIDED, "message": why},
-        )
+        _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why))
 
 
 def collect_artifacts(sc: Scenario) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.recording.timeline import Event, Kind, Timeline
 from harness.report import Finding
+from harness.results import ScenarioResult
 from harness.session import Result
 from suites.checks import CATALOGUE, MAX_NOMINATIONS, Bounds, created_at, first_placement, names
 
@@ -54,33 +55,33 @@ class View:
         return [c for c, r in self.results.items() if r in NOT_DECIDED]
 
 
-def views(records: Iterable[Mapping[str, Any]]) -> list[View]:
+def views(records: Iterable[ScenarioResult]) -> list[View]:
     """One View per scenario: the longest timeline its records carry, every check's result."""
     out: dict[str, View] = {}
     for r in records:
-        if "timeline" not in r:
+        if r.timeline is None:
             continue  # collection-time records (skipped, not supported) have none
-        view = out.setdefault(r["scenario"], View(r["scenario"], Timeline()))
-        result = view.results.get(r["check"])
+        view = out.setdefault(r.scenario, View(r.scenario, Timeline()))
+        result = view.results.get(r.check)
         if result not in NOT_DECIDED:
-            view.results[r["check"]] = r["result"]
-        if len(r["timeline"]) >= len(view.timeline):
-            view.timeline = Timeline.from_list(r["timeline"])
-            view.origin = float(r.get("origin") or 0.0)
-            end = r.get("observedUntil")
-            view.observed_until = float(end) if end is not None else _last(view.timeline)
-            view.config = tuple(r.get("config") or ())
-            view.shared_clusters = bool(r.get("sharedClusters"))
-            view.foreign = frozenset(r.get("foreign") or ())
+            view.results[r.check] = r.result
+        if len(r.timeline) >= len(view.timeline):
+            view.timeline = Timeline.from_list(r.timeline)
+            view.origin = r.origin
+            end = r.observed_until
+            view.observed_until = end if end is not None else _last(view.timeline)
+            view.config = r.config
+            view.shared_clusters = r.shared_clusters
+            view.foreign = frozenset(r.foreign)
     return sorted(out.values(), key=lambda v: v.origin)
 
 
 def detect(
-    records: Iterable[Mapping[str, Any]], claims: Mapping[str, Any] | None = None
+    records: Iterable[ScenarioResult], claims: Mapping[str, Any] | None = None
 ) -> list[Finding]:
     """Every finding the records show, in a fixed order."""
     records = list(records)
-    users = frozenset(u for r in records for u in r.get("dispatcherUsers") or ())
+    users = frozenset(u for r in records for u in r.dispatcher_users)
     seen = views(records)
     run = Run(seen, users, dict(claims or {}))
     return [f for detector in DETECTORS if (f := detector(run)) is not None]

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.report import Finding
+from harness.results import ScenarioResult
 from suites import findings, scorecard
 from suites.checks import CATALOGUE, Bounds, Check
 from suites.checks.scenarios import Decider, deciders
-from suites.expectations import ANY_TIMELINE
 
 
 class ConformanceSuite:
@@ -24,7 +24,7 @@ class ConformanceSuite:
         return CATALOGUE
 
     def findings(
-        self, records: Sequence[Mapping[str, Any]], claims: Mapping[str, Any]
+        self, records: Sequence[ScenarioResult], claims: Mapping[str, Any]
     ) -> list[Finding]:
         return findings.detect(records, claims)
 
@@ -45,7 +45,7 @@ class ConformanceSuite:
             f"suites/conformance/{d.module}.py::{d.test}: {d.summary}"
             for d in self._deciders.get(check_id, [])
         ]
-        if check_id in ANY_TIMELINE:
+        if CATALOGUE[check_id].every_timeline:
             found.append("every scenario's timeline")
         return "; ".join(found) or "no scenario"
 

@@ -13,9 +13,8 @@ import pytest
 from harness.recording.timeline import Timeline
 from harness.suite import load as load_suite
 from suites.checks import CATALOGUE, Bounds, Verdict
-from suites.checks.catalogue import Check, catalogue_order, register
+from suites.checks.catalogue import Check, catalogue_order, every_timeline, register
 from suites.checks.scenarios import CONFORMANCE, Decider, deciders, first_sentence, markers
-from suites.expectations import ANY_TIMELINE
 
 
 def coverage_problems(found: Mapping[str, list[Decider]]) -> list[str]:
@@ -27,7 +26,7 @@ def coverage_problems(found: Mapping[str, list[Decider]]) -> list[str]:
     ]
     for cid in CATALOGUE:
         deciding = found.get(cid, [])
-        if cid in ANY_TIMELINE:
+        if CATALOGUE[cid].every_timeline:
             continue
         if not deciding:
             problems.append(f"{cid}: no scenario decides it")
@@ -55,8 +54,22 @@ def test_every_check_is_decided_by_exactly_one_scenario() -> None:
     assert coverage_problems(deciders()) == []
 
 
-def test_checks_judged_on_every_timeline_are_known() -> None:
-    assert set(ANY_TIMELINE) <= set(CATALOGUE)
+def test_checks_judged_on_every_timeline_are_declared_so() -> None:
+    assert every_timeline() == ["CORE-01", "CORE-02", "CORE-05"]
+
+
+def test_decision_points_are_declared_on_the_checks() -> None:
+    decided = [cid for cid, c in CATALOGUE.items() if c.decided_by_wait is not None]
+    assert decided == [
+        "CORE-04",
+        "CORE-06",
+        "CORE-07",
+        "CORE-09",
+        "EXT-09",
+        "EXT-11",
+        "EXT-13",
+        "EXT-14",
+    ]
 
 
 def test_removed_marker_leaves_its_check_undecided(tmp_path: Path) -> None:

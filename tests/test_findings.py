@@ -3,10 +3,10 @@ a conforming dispatcher's."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.recording.timeline import Kind
 from harness.report import Report, verify_report_data
+from harness.results import ScenarioResult
+from harness.session import Result
 from suites.findings import detect
 from tests.timelines import Story
 
@@ -25,21 +25,19 @@ def record(
     until: float = 60.0,
     config: list[str] | None = None,
     shared: bool = False,
-) -> dict[str, Any]:
+) -> ScenarioResult:
     """A result record as suites.expectations writes it."""
-    return {
-        "check": check,
-        "scenario": scenario,
-        "result": result,
-        "message": "",
-        "timeline": story.timeline().to_list(),
-        "origin": origin,
-        "observedUntil": until,
-        "config": CONFIG if config is None else config,
-        "sharedClusters": shared,
-        "foreign": [],
-        "dispatcherUsers": [ME],
-    }
+    return ScenarioResult(
+        check=check,
+        scenario=scenario,
+        result=Result(result),
+        timeline=story.timeline().to_list(),
+        origin=origin,
+        observed_until=until,
+        config=tuple(CONFIG if config is None else config),
+        shared_clusters=shared,
+        dispatcher_users=(ME,),
+    )
 
 
 def conforming(workload: str = "sc/wl") -> Story:
@@ -57,7 +55,7 @@ def conforming(workload: str = "sc/wl") -> Story:
     )
 
 
-def ids(records: list[dict[str, Any]]) -> list[str]:
+def ids(records: list[ScenarioResult]) -> list[str]:
     return [f.id for f in detect(records, CLAIMS)]
 
 

@@ -36,7 +36,7 @@ from suites.checks import (  # the area modules: importing them fills CATALOGUE
     ordering,
     resilience,
 )
-from suites.checks.catalogue import CATALOGUE, Check, Scope, check, run_check
+from suites.checks.catalogue import CATALOGUE, Check, Scope, check, every_timeline, run_check
 from suites.checks.queries import (
     INF,
     Interval,
@@ -76,6 +76,7 @@ __all__ = [
     "Scope",
     "Verdict",
     "check",
+    "every_timeline",
     "copy_intervals",
     "created_at",
     "deciders",

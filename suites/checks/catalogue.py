@@ -7,11 +7,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.recording.timeline import Timeline
+from harness.recording.timeline import Kind, Timeline
 from suites.checks.verdict import Bounds, Verdict
 
 Scope = Literal["workload", "scenario"]
 Evaluate = Callable[[Timeline, Bounds], Verdict]
+# Given a broken scenario's timeline: had it got as far as this check's decision point?
+DecisionPoint = Callable[[Timeline], bool]
 PREFIXES = ("CORE", "EXT")  # catalogue order: core checks, then extended ones
 
 
@@ -29,6 +31,11 @@ class Check:
     # fault of the environment excuses a failure; any other check that fails while an
     # injected fault disturbed its scenario is undecided, naming the fault
     writes_only: bool = False
+    # held on every scenario's timeline, whatever the scenario was for
+    every_timeline: bool = False
+    # its decision point is a wait of its own scenario, once the timeline shows this (see
+    # suites.expectations.settle): a wait there that times out is the check's own verdict
+    decided_by_wait: DecisionPoint | None = None
 
     def supported_by(self, features: Iterable[str]) -> bool:
         """Core checks always apply; extended ones when the profile claims the feature."""
@@ -65,14 +72,47 @@ def check(
     feature: str | None = None,
     scope: Scope = "workload",
     writes_only: bool = False,
+    every_timeline: bool = False,
+    decided_by_wait: DecisionPoint | None = None,
 ) -> Callable[[Evaluate], Evaluate]:
     """Declare the decorated evaluator as catalogue check `id` (core unless `feature`)."""
 
     def declare(evaluate: Evaluate) -> Evaluate:
-        register(CATALOGUE, Check(id, name, feature, summary, evaluate, scope, writes_only))
+        entry = Check(
+            id,
+            name,
+            feature,
+            summary,
+            evaluate,
+            scope,
+            writes_only,
+            every_timeline,
+            decided_by_wait,
+        )
+        register(CATALOGUE, entry)
         return evaluate
 
     return declare
+
+
+def every_timeline() -> list[str]:
+    """The checks held on every scenario's timeline, in catalogue order."""
+    return [c.id for c in CATALOGUE.values() if c.every_timeline]
+
+
+def always(tl: Timeline) -> bool:
+    """The decision point of a check whose scenario's whole wait is the check."""
+    return True
+
+
+def placed_once(tl: Timeline) -> bool:
+    """The decision point once the workload was placed a first time."""
+    return bool(tl.where_placed())
+
+
+def after_action(what: str) -> DecisionPoint:
+    """The decision point once the scenario's action `what` (e.g. a restart) happened."""
+    return lambda tl: any(e.what == what for e in tl.where(Kind.ACTION))
 
 
 def run_check(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.recording.timeline import Kind, Timeline
 from harness.stats import p50_p99
-from suites.checks.catalogue import check
+from suites.checks.catalogue import always, check
 from suites.checks.queries import end_of, first_nomination, placed_or_ran
 from suites.checks.verdict import Bounds, Verdict, at
 
@@ -15,6 +15,7 @@ from suites.checks.verdict import Bounds, Verdict, at
     "BurstLiveness",
     summary="A burst of workloads is all placed; none is stuck.",
     scope="scenario",
+    decided_by_wait=always,  # the wait for every placement of the burst is the check
 )
 def burst_liveness(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-09 (scenario scope): every non-foreign workload with a WORKLOAD_CREATED is

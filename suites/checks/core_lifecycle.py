@@ -5,7 +5,7 @@ once) is judged on every timeline and sits here with the rest of a workload's li
 from __future__ import annotations
 
 from harness.recording.timeline import Kind, Timeline
-from suites.checks.catalogue import check
+from suites.checks.catalogue import check, placed_once
 from suites.checks.queries import (
     INF,
     end_of,
@@ -54,7 +54,12 @@ def no_nomination_after_placement(tl: Timeline, b: Bounds) -> Verdict:
     return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)
 
 
-@check("CORE-05", "SingleExecution", summary="The Job runs in at most one worker, once.")
+@check(
+    "CORE-05",
+    "SingleExecution",
+    summary="The Job runs in at most one worker, once.",
+    every_timeline=True,
+)
 def single_execution(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-05: a Job exists (JOB_CREATED or JOB_RUNNING .. JOB_DELETED) on at most one
     worker at any instant, and no JOB_CREATED follows a JOB_FINISHED or the manager's
@@ -83,6 +88,7 @@ def single_execution(tl: Timeline, b: Bounds) -> Verdict:
     "CORE-06",
     "RedispatchAfterEviction",
     summary="A workload evicted from its worker is placed again.",
+    decided_by_wait=placed_once,  # placed once: then the re-placement
 )
 def redispatch_after_eviction(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-06: after an eviction a new placement follows within

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.recording.timeline import Kind, Timeline
-from suites.checks.catalogue import check
+from suites.checks.catalogue import always, check
 from suites.checks.queries import (
     created_at,
     end_of,
@@ -23,6 +23,7 @@ from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
     "NominatesConfiguredOnly",
     summary="Only clusters of the workload's MultiKueueConfig are ever nominated.",
     writes_only=True,
+    every_timeline=True,
 )
 def nominates_configured_only(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-01: every nominated name is in the config (Bounds.clusters, extended from
@@ -46,6 +47,7 @@ def nominates_configured_only(tl: Timeline, b: Bounds) -> Verdict:
     "NominationListValid",
     summary="The nomination list stays within the API maximum and has no duplicates.",
     writes_only=True,
+    every_timeline=True,
 )
 def nomination_list_valid(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-02: no NOMINATION longer than Bounds.max_nominations, none with duplicates;
@@ -70,6 +72,7 @@ def nomination_list_valid(tl: Timeline, b: Bounds) -> Verdict:
     "CORE-04",
     "EventualPlacement",
     summary="A workload that fits in exactly one configured worker is placed there.",
+    decided_by_wait=always,  # the wait for placement is the check
 )
 def eventual_placement(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-04: placed on Bounds.expected_cluster (any cluster when None) within
@@ -103,6 +106,7 @@ def eventual_placement(tl: Timeline, b: Bounds) -> Verdict:
     "CORE-07",
     "ConfigChangeHonoured",
     summary="A cluster added to the MultiKueueConfig while a workload is pending is considered.",
+    decided_by_wait=lambda tl: len(tl.where(Kind.CONFIG_CHANGED)) > 1,  # after it joined
 )
 def config_change_honoured(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-07: a cluster added by CONFIG_CHANGED (data clusters = the new list) while the

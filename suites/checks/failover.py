@@ -4,7 +4,7 @@ lost its capacity is not retried first, and the workload runs elsewhere."""
 from __future__ import annotations
 
 from harness.recording.timeline import Kind, Timeline
-from suites.checks.catalogue import check
+from suites.checks.catalogue import check, placed_once
 from suites.checks.queries import (
     INF,
     configured,
@@ -22,6 +22,7 @@ from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
     "ProvisioningFailover",
     feature="ProvisioningFailover",
     summary="When provisioning fails on a worker, the workload moves on and is placed elsewhere.",
+    decided_by_wait=placed_once,  # placed once: then placed elsewhere
 )
 def provisioning_failover(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-09: provisioning fails on worker F (the first PROVREQ_STATE Failed or

@@ -9,7 +9,7 @@ from itertools import pairwise
 from typing import Any
 
 from harness.recording.timeline import Event, Kind, Timeline
-from suites.checks.catalogue import check
+from suites.checks.catalogue import after_action, check
 from suites.checks.queries import (
     INF,
     RoundReview,
@@ -79,6 +79,7 @@ def skips_inactive_clusters(tl: Timeline, b: Bounds) -> Verdict:
     feature="RestartSafe",
     summary="Killing and restarting the dispatcher mid-round neither resets nor jumps the round, "
     "and loses no workload.",
+    decided_by_wait=after_action("dispatcher-restarted"),
 )
 def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-11: with ACTION what="dispatcher-killed" at tk and "dispatcher-restarted" at tr,
@@ -107,6 +108,7 @@ def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     feature="RestartSafe",
     summary="The manager's kube-apiserver restarting mid-round neither resets nor jumps the "
     "round, and workloads created once it is back are dispatched (watches re-established).",
+    decided_by_wait=after_action("manager-apiserver-back"),
 )
 def manager_apiserver_restart(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-13: around ACTIONs "manager-apiserver-down" (td) and "manager-apiserver-back"
@@ -120,6 +122,7 @@ def manager_apiserver_restart(tl: Timeline, b: Bounds) -> Verdict:
     feature="RestartSafe",
     summary="The manager's Kueue crashing mid-round (its webhooks refusing every Workload "
     "write until it is back) neither resets nor loses the round.",
+    decided_by_wait=after_action("manager-kueue-back"),
 )
 def kueue_restart(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-14: around ACTIONs "manager-kueue-down" (td) and "manager-kueue-back" (tb), see
