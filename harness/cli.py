@@ -20,6 +20,7 @@ from harness import faults, progress, rundir, toolchain, versions
 from harness.counts import MAX_COUNT, valid_count
 from harness.durations import parse_duration
 from harness.errors import UserError, command_exit, shown, shown_path
+from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
 from harness.userfiles import read_bytes
 
@@ -348,7 +349,7 @@ def cmd_report_verify(args: argparse.Namespace) -> int:
     # a file that cannot be read is bad input (exit 2); one that is not a sound report,
     # YAML or even UTF-8 is a verdict (exit 1)
     data = read_bytes(Path(args.file), f"report {shown_path(args.file)}", MAX_REPORT_BYTES)
-    problems = verify_report_bytes(data)
+    problems = verify_report_bytes(data, suite_catalogue())
     for problem in problems:
         print(f"{args.file}: {problem}")
     if not problems:

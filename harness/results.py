@@ -1,7 +1,7 @@
 """One check's result in one scenario: the record a test process writes for the report.
 
 A record leaves pytest as a JSON file in the report's `results/` folder and comes back
-when the run folds them into one result per check (harness.folding) and when the suite
+when the run folds them into one result per check (harness.report_builder), and when the suite
 explains them across scenarios (its findings). Both ends use this one type; a file that
 does not fit it is refused by name, never half read.
 """

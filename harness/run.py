@@ -45,15 +45,16 @@ from harness import (
 from harness.dispatcher import DispatcherRunner, StartFailure
 from harness.environment import Environment
 from harness.errors import UserError, one_line, shown, shown_path
-from harness.folding import build_report, due, environment_section, privileges
 from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.multikueue import API as KUEUE_API
 from harness.options import Options
 from harness.procs import Supervisor
 from harness.profile import SHARED, Profile, RunSpec, load_profile
 from harness.providers import FAULTS
-from harness.report import UNDECIDED, Report
+from harness.report import UNDECIDED, Report, write_all
+from harness.report_builder import build_report, due, environment_section, privileges
 from harness.session import EVENTS_FILE, SESSION_ENV, Session
+from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
 
 SESSION_FILE = "session.json"
@@ -425,7 +426,7 @@ def judge(
             _collect_logs(env, report_dir)
             if aside is not None:
                 _collect_logs(aside.env, report_dir, f"logs/{SECOND_ENVIRONMENT}")
-        report.write_all(report_dir)
+        write_all(report, report_dir)
         reporter.end(
             summary=summary,
             notDecided=[c.id for c in report.checks if c.result == UNDECIDED],
@@ -481,7 +482,7 @@ def _stage(
         leases = _leases(env)
         stack.callback(lambda: _delete_new_leases(env, leases))
         try:
-            runner, users = _start_dispatcher(
+            runner, users = start_dispatcher(
                 profile, env, run_id, stack, p.image, audit_from, where
             )
         except StartFailure as exc:
@@ -615,7 +616,7 @@ def _delete_new_leases(env: Environment, before: set[str]) -> None:
             kube.delete(env.manager.dyn, "coordination.k8s.io/v1", "Lease", name, NAMESPACE)
 
 
-def _start_dispatcher(
+def start_dispatcher(
     profile: Profile,
     env: Environment,
     run_id: str,
@@ -692,12 +693,14 @@ def _start_failure_report(
     """Keep the evidence before the run directory goes: the logs, and a report saying
     why nothing was judged. Returns the one-line error for the exit-2 path."""
     logs = _collect_logs(env, report_dir)
-    Report.for_profile(
+    report = Report.for_profile(
         profile,
         environment=environment_section(profile, env, {}, time.monotonic() - started),
         privileges=privileges(profile),
         error=f"the dispatcher could not be judged: {exc}",
-    ).write_all(report_dir)
+        catalogue=suite_catalogue(),
+    )
+    write_all(report, report_dir)
     log_file = logs / f"{exc.process}.log"
     return UserError(f"{exc}: read {log_file} (report: {report_dir / 'report.yaml'})")
 

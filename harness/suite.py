@@ -55,6 +55,12 @@ class Suite(Protocol):
     def runs_alone(self, check_id: str) -> bool | None: ...  # None: no scenario of its own
 
 
+def catalogue(name: str = DEFAULT_SUITE) -> dict[str, tuple[str, str | None]]:
+    """Check id -> (name, feature or None for core), in catalogue order: what a report is
+    handed of the suite (harness.report.Catalogue)."""
+    return {cid: (c.name, c.feature) for cid, c in load(name).catalogue.items()}
+
+
 @functools.cache
 def load(name: str = DEFAULT_SUITE) -> Suite:
     """The installed suite called `name` (the project's own: `conformance`)."""

@@ -36,7 +36,7 @@ from harness.profile import load_profile
 from harness.run import plan as run_plan
 from harness.session import Result
 from suites.checks import CATALOGUE
-from suites.expectations import fewest_workers
+from suites.judge import fewest_workers
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_ROOT = Path("reports/selftest")

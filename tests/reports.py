@@ -8,7 +8,10 @@ import datetime as dt
 from typing import Any
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.report import CheckResult, Finding, Report, catalogue, core_ids
+from harness.report import CheckResult, Finding, Report, core_ids
+from harness.suite import catalogue
+
+CORE = core_ids(catalogue())  # the core checks' IDs, in catalogue order
 
 WL = "ns-1/job-<b>&x"
 
@@ -199,7 +202,7 @@ def report(checks_: list[CheckResult] | None = None, **kw: Any) -> Report:
     }
     fields.update(kw)
     given = checks() if checks_ is None else checks_
-    return Report("vendor", "example.com/vendor", given, **fields)
+    return Report("vendor", "example.com/vendor", given, **fields, catalogue=catalogue())
 
 
 def outcomes() -> dict[str, Report]:
@@ -210,5 +213,5 @@ def outcomes() -> dict[str, Report]:
         "passed": report(checks({}, {})),
         "failed": report(),
         "error": report([], error=error, timeouts={}, scorecard={}, findings=[]),
-        "interrupted": report(checks({}, UNDECIDED, not_run=(*core_ids()[7:], "EXT-09"))),
+        "interrupted": report(checks({}, UNDECIDED, not_run=(*CORE[7:], "EXT-09"))),
     }

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from harness.environment import Environment
-from harness.folding import build_report
 from harness.options import Options
 from harness.profile import load_profile
+from harness.report_builder import build_report
 from suites.checks import Bounds
 from tests.timelines import Story
 

@@ -201,9 +201,15 @@ def test_default_dispatcher_when_unset(kubeconfigs):
         mk_cluster("w1"),
         mk_cluster("w2"),
     ]
+    """Kueue's config without multiKueue.dispatcherName means its default, AllAtOnce: a
+    profile of AllAtOnce is accepted, any other is refused with the fix."""
     p = provider(kubeconfigs, fakes(manager=manager), dispatcher=existing.DEFAULT_DISPATCHER)
-    p.up()
+    env = p.up()
     p.down()
+    assert env.dispatcher_name == existing.DEFAULT_DISPATCHER
+    other = provider(kubeconfigs, fakes(manager=manager), dispatcher=DISPATCHER)
+    with pytest.raises(UserError, match="set multiKueue.dispatcherName"):
+        other.up()
 
 
 def test_down_deletes_only_this_runs_objects(kubeconfigs):

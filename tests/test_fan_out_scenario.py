@@ -11,7 +11,7 @@ import pytest
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.scenario import Scenario
-from suites import expectations
+from suites import judge
 from suites.conformance import test_fan_out as fan_out
 from tests.sessions import FrozenRecorder, offline_context, use_session
 from tests.timelines import Story
@@ -74,11 +74,11 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_last_nominated_worker_is_the_last_of_the_scenarios_clusters_nominated() -> None:
     members = {"sc-w1": "w1", "sc-w2": "w2"}
-    assert expectations.last_nominated_worker(Story().created(0).timeline(), members) is None
+    assert judge.last_nominated_worker(Story().created(0).timeline(), members) is None
     story = Story().created(0).nominate(1, "sc-w1").nominate(5, "sc-w1", "sc-w2")
-    assert expectations.last_nominated_worker(story.timeline(), members) == "w2"
+    assert judge.last_nominated_worker(story.timeline(), members) == "w2"
     outside = Story().created(0).nominate(1, "sc-w1", "worker9")  # CORE-01 judges that
-    assert expectations.last_nominated_worker(outside.timeline(), members) == "w1"
+    assert judge.last_nominated_worker(outside.timeline(), members) == "w1"
 
 
 def test_the_last_nominated_worker_provisions(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,8 +95,8 @@ def test_nothing_nominated_is_a_timed_out_wait_and_ext02_undecided(session: Path
         fan_out.test_no_simultaneous_autoscaling(sc)
     assert sc.autoscaler.behaviour == {}
     # what the scenario fixture does with a test that raised
-    expectations.judge_every_timeline(sc)
-    expectations.record_errored(sc, f"TimeoutError: {err.value}", timed_out=True)
+    judge.judge_every_timeline(sc)
+    judge.record_errored(sc, f"TimeoutError: {err.value}", timed_out=True)
     records = [json.loads(p.read_text()) for p in (session / "results").glob("*.json")]
     ext02 = next(r for r in records if r["check"] == "EXT-02")
     assert ext02["result"] == "undecided"

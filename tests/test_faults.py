@@ -13,7 +13,7 @@ from harness import faults
 from harness.errors import UserError
 from harness.recording.timeline import Event, Kind, Timeline
 from harness.session import Result
-from suites import expectations
+from suites import judge
 from suites.checks import CATALOGUE
 
 
@@ -145,12 +145,12 @@ RESTART = faults.Window(
 )
 def test_a_fault_excuses_every_failure_but_of_the_dispatchers_own_writes(check, result, excused):
     sc: Any = FaultedScenario([RESTART])
-    why = expectations.excused(CATALOGUE[check], result, sc, origin=2.0)
+    why = judge.excused(CATALOGUE[check], result, sc, origin=2.0)
     if excused:
         assert why == "environment: worker2's kube-apiserver restarted at t=10.0s to t=15.0s"
     else:
         assert why == ""
-    assert expectations.excused(CATALOGUE[check], result, FaultedScenario([]), 0.0) == ""  # type: ignore[arg-type]
+    assert judge.excused(CATALOGUE[check], result, FaultedScenario([]), 0.0) == ""  # type: ignore[arg-type]
 
 
 def test_the_recorder_turns_the_fault_log_into_actions_on_the_cluster_hit(tmp_path):

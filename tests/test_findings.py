@@ -7,6 +7,7 @@ from harness.recording.timeline import Kind
 from harness.report import Report, verify_report_data
 from harness.results import ScenarioResult
 from harness.session import Result
+from harness.suite import catalogue
 from suites.findings import detect
 from tests.timelines import Story
 
@@ -26,7 +27,7 @@ def record(
     config: list[str] | None = None,
     shared: bool = False,
 ) -> ScenarioResult:
-    """A result record as suites.expectations writes it."""
+    """A result record as suites.judge writes it."""
     return ScenarioResult(
         check=check,
         scenario=scenario,
@@ -275,10 +276,11 @@ def test_write_storm_when_writes_per_workload_dwarf_the_rounds() -> None:
 
 def test_findings_in_a_report_pass_verify() -> None:
     pending = Story("sc/wl").created(0).read(1, ME)
-    report = Report("p", "d", findings=detect([record(pending, result="failed")], CLAIMS))
+    found = detect([record(pending, result="failed")], CLAIMS)
+    report = Report("p", "d", findings=found, catalogue=catalogue())
     doc = report.to_dict()
     assert doc["findings"][0]["id"] == "never-nominated"
-    assert not [p for p in verify_report_data(doc) if p.startswith("findings")]
+    assert not [p for p in verify_report_data(doc, catalogue()) if p.startswith("findings")]
 
 
 def test_api_forbidden_leaves_out_refusals_while_the_manager_apiserver_restarts() -> None:

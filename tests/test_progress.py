@@ -13,7 +13,7 @@ import pytest
 
 from harness import progress
 from harness.progress import Follower, Progress, Reporter, human
-from suites import expectations
+from suites import judge
 from tests.sessions import use_session
 
 T0 = 1_000_000.0
@@ -282,7 +282,7 @@ def test_every_recorded_result_is_also_a_verdict_event(
     session = use_session(tmp_path, monkeypatch)
     from harness.session import current
 
-    expectations.record_skipped(current(), ["CORE-04"], "the provider cannot take a process out")
+    judge.record_skipped(current(), ["CORE-04"], "the provider cannot take a process out")
     [event] = Follower(session / "events.jsonl").read()
     assert event["event"] == progress.CHECK_VERDICT
     assert (event["check"], event["name"], event["result"]) == (

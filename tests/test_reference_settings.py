@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from dispatchers.reference.settings import (
     load_settings,
     parse_duration,
 )
+from harness import durations
 from harness.profile import available_profiles, load_profile
 
 
@@ -230,3 +233,27 @@ def test_a_reference_profile_claims_what_its_flags_make_the_dispatcher_do(
     assert profile.claims.round_timeout == settings.round_timeout
     if settings.mode == "cumulative":
         assert profile.claims.max_concurrent_provisioning is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["10s", "5m", "1m30s", "500ms", "1h", "0", "12", 12, 2.5, ".5s", "1.5m", "1e2", "1h2m3s4ms"]
+    + ["", "10", "-1s", "10 s", "1_0", "１０", "10x", "s", "1.2.3s", "inf", "nan", None, True],
+)
+def test_durations_mean_what_the_harness_means(text: object) -> None:
+    """Its own parser (the dispatcher runs without the harness) and the harness's agree."""
+    try:
+        harness_value = durations.parse_duration(text)  # type: ignore[arg-type]
+    except ValueError:
+        harness_value = None
+    try:
+        own: float | None = parse_duration(text)
+    except ValueError:
+        own = None
+    assert own == harness_value, text
+
+
+def test_the_reference_runs_without_the_harness() -> None:
+    blocked = "import sys; sys.modules['harness'] = None; import dispatchers.reference.__main__"
+    out = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

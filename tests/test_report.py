@@ -18,13 +18,17 @@ from harness.report import (
     CheckResult,
     Finding,
     Report,
-    catalogue,
     core_ids,
     redact,
     verify_report,
+    write_all,
+    write_html,
 )
 from harness.session import Result
+from harness.suite import catalogue
 from tests.reports import WL, timeline
+
+CORE = core_ids(catalogue())  # the core checks' IDs, in catalogue order
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretsecret\n-----END RSA PRIVATE KEY-----"
 
@@ -48,7 +52,7 @@ SCORECARD = {
 
 def all_core_passed() -> list[CheckResult]:
     cat = catalogue()
-    return [CheckResult(cid, cat[cid][0], "passed", duration_seconds=1.0) for cid in core_ids()]
+    return [CheckResult(cid, cat[cid][0], "passed", duration_seconds=1.0) for cid in CORE]
 
 
 def make_report(checks: list[CheckResult] | None = None, **kw: Any) -> Report:
@@ -76,7 +80,7 @@ def make_report(checks: list[CheckResult] | None = None, **kw: Any) -> Report:
         "scorecard": dict(SCORECARD),
         "date": dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC),
     }
-    return Report("vendor", "example.com/vendor", checks, **{**fields, **kw})
+    return Report("vendor", "example.com/vendor", checks, **{**fields, **kw}, catalogue=catalogue())
 
 
 def test_yaml_has_the_contract_structure(tmp_path: Path) -> None:
@@ -104,27 +108,31 @@ def test_yaml_has_the_contract_structure(tmp_path: Path) -> None:
     assert doc["environment"] == ENVIRONMENT
     assert doc["summary"] == {
         "result": "failed",
-        "passed": len(core_ids()),
+        "passed": len(CORE),
         "failed": 1,
         "undecided": 0,
         "skipped": 0,
         "notSupported": 1,
     }
     ids = [c["id"] for c in doc["checks"]]
-    assert ids[: len(core_ids())] == core_ids() and ids[-2:] == ["EXT-01", "EXT-12"]
+    assert ids[: len(CORE)] == CORE and ids[-2:] == [
+        "EXT-01",
+        "EXT-12",
+    ]
     ext01 = doc["checks"][-2]
     assert ext01["result"] == "failed" and ext01["durationSeconds"] == 3.5
     assert ext01["measured"] == {"peakCopies": 4}
     assert {"id", "name", "result", "message", "durationSeconds"} <= set(ext01)
     assert doc["checks"][-1]["message"]  # not-supported gets a reason
     assert doc["scorecard"] == SCORECARD
-    assert verify_report(path) == []
+    assert verify_report(path, catalogue()) == []
 
 
 def test_profile_fills_identity_and_claims(tmp_path: Path) -> None:
     report = Report.for_profile(
         load_profile("incremental"),
         all_core_passed(),
+        catalogue=catalogue(),
         environment=ENVIRONMENT,
         timeouts={"placement_slack": 60.0, "roundTimeout": 300.0},
         scorecard=SCORECARD,
@@ -133,21 +141,21 @@ def test_profile_fills_identity_and_claims(tmp_path: Path) -> None:
     assert doc["profile"] == "incremental"
     assert doc["claims"]["stepSize"] == 3 and doc["claims"]["roundTimeout"] == 300.0
     assert doc["summary"]["result"] == "passed"
-    assert verify_report(tmp_path / "r.yaml") == []
+    assert verify_report(tmp_path / "r.yaml", catalogue()) == []
 
 
 def test_missing_core_checks_are_reported_skipped_and_partial(tmp_path: Path) -> None:
     checks = all_core_passed()[1:]
     doc = make_report(checks).to_dict()
     first = doc["checks"][0]
-    assert first["id"] == core_ids()[0] and first["result"] == "skipped" and first["message"]
+    assert first["id"] == CORE[0] and first["result"] == "skipped" and first["message"]
     assert doc["summary"]["result"] == "partial"
     path = make_report(checks).write_yaml(tmp_path / "r.yaml")
-    assert verify_report(path) == []
+    assert verify_report(path, catalogue()) == []
 
 
 def test_scorecard_keys_always_present() -> None:
-    doc = Report("p", "d", all_core_passed()).to_dict()
+    doc = Report("p", "d", all_core_passed(), catalogue=catalogue()).to_dict()
     assert doc["scorecard"]["peakConcurrentCopies"] is None
     assert doc["scorecard"]["timeToPlacementSeconds"] == {"p50": None, "p99": None}
 
@@ -163,7 +171,7 @@ def test_junit_counts(tmp_path: Path) -> None:
     suite = root.find("testsuite")
     assert suite is not None
     cases = suite.findall("testcase")
-    total = len(core_ids()) + 2
+    total = len(CORE) + 2
     assert len(cases) == total
     assert suite.get("tests") == str(total) and root.get("tests") == str(total)
     assert suite.get("failures") == "1" and suite.get("skipped") == "1"
@@ -173,7 +181,7 @@ def test_junit_counts(tmp_path: Path) -> None:
     assert "4 copies" in (failed[0].find("failure").text or "")  # type: ignore[union-attr]
     skipped = [c for c in cases if c.find("skipped") is not None]
     assert len(skipped) == 1 and skipped[0].get("name", "").startswith("EXT-12 ")
-    assert {c.get("classname") for c in cases[: len(core_ids())]} == {"mkdc.core"}
+    assert {c.get("classname") for c in cases[: len(CORE)]} == {"mkdc.core"}
 
 
 def test_html_has_a_timeline_per_check_and_escapes(tmp_path: Path) -> None:
@@ -183,13 +191,13 @@ def test_html_has_a_timeline_per_check_and_escapes(tmp_path: Path) -> None:
         check.timeline = timeline()
     checks[1].message = "<script>alert(1)</script>"
     checks[1].result = "failed"
-    page = make_report(checks).write_html(tmp_path / "report.html").read_text()
+    page = write_html(make_report(checks), tmp_path / "report.html").read_text()
     assert page.count('<svg class="timeline"') == len(checks)
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "job-<b>" not in page and "job-&lt;b&gt;&amp;x" in page
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page
-    for cid in core_ids():
+    for cid in CORE:
         assert f'id="{cid}"' in page and cat[cid][0] in page
     # the picture tells the story: rows per cluster, placement, preemption, inactive
     for text in ("w1", "w2", "w3", "w4", "placed on w3", "preempted ns-1/low", "inactive"):
@@ -199,7 +207,7 @@ def test_html_has_a_timeline_per_check_and_escapes(tmp_path: Path) -> None:
 
 
 def test_html_without_timeline(tmp_path: Path) -> None:
-    page = make_report(all_core_passed()).write_html(tmp_path / "r.html").read_text()
+    page = write_html(make_report(all_core_passed()), tmp_path / "r.html").read_text()
     assert "No timeline recorded" in page
     assert '<svg class="timeline"' not in page
 
@@ -208,7 +216,7 @@ def test_many_workloads_are_capped(tmp_path: Path) -> None:
     events = [Event(float(i), MANAGER, Kind.WORKLOAD_CREATED, f"ns/w{i}") for i in range(20)]
     checks = all_core_passed()
     checks[0].timeline = Timeline(events)
-    page = make_report(checks).write_html(tmp_path / "r.html").read_text()
+    page = write_html(make_report(checks), tmp_path / "r.html").read_text()
     assert 0 < page.count('<svg class="timeline"') < 20 and "more workloads" in page
 
 
@@ -217,7 +225,7 @@ def _verify_edited(tmp_path: Path, edit: Any) -> list[str]:
     doc = yaml.safe_load(path.read_text())
     edit(doc)
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return verify_report(path)
+    return verify_report(path, catalogue())
 
 
 def test_verify_catches_missing_core_check(tmp_path: Path) -> None:
@@ -274,12 +282,12 @@ def test_verify_catches_schema_problems(tmp_path: Path, edit: Any, words: str) -
 
 
 def test_verify_unreadable_files(tmp_path: Path) -> None:
-    assert verify_report(tmp_path / "missing.yaml")
+    assert verify_report(tmp_path / "missing.yaml", catalogue())
     bad = tmp_path / "bad.yaml"
     bad.write_text("a: [1,\n")
-    assert verify_report(bad)
+    assert verify_report(bad, catalogue())
     bad.write_text("- 1\n")
-    assert verify_report(bad) == ["report: must be a mapping"]
+    assert verify_report(bad, catalogue()) == ["report: must be a mapping"]
 
 
 def test_redaction_in_every_output(tmp_path: Path) -> None:
@@ -289,7 +297,7 @@ def test_redaction_in_every_output(tmp_path: Path) -> None:
     checks[0].timeline = Timeline([Event(0.0, MANAGER, Kind.ACTION, WL, {"what": "token: s3cr3t"})])
     checks[0].measured = {"token": "s3cr3t", "note": "Bearer abc.def"}
     report = make_report(checks, implementation={"password": "hunter2"})
-    written = report.write_all(tmp_path)
+    written = write_all(report, tmp_path)
     for path in written.values():
         text = path.read_text()
         for secret in ("MIIEsecretsecret", "BEGIN RSA", "QUJDREVG", "s3cr3t", "hunter2", "abc.def"):
@@ -309,16 +317,16 @@ def test_redact_is_idempotent_and_keeps_plain_text() -> None:
 def test_a_run_that_could_not_judge_says_error_and_why(tmp_path: Path) -> None:
     why = "the dispatcher could not be judged: it exited with code 3 at start"
     report = make_report([], error=why, privileges=["get, list, watch secrets in kueue-system"])
-    report.write_all(tmp_path)
+    write_all(report, tmp_path)
     doc = yaml.safe_load((tmp_path / "report.yaml").read_text())
     assert doc["summary"]["result"] == "error" and doc["error"] == why
     assert doc["privileges"] == ["get, list, watch secrets in kueue-system"]
-    assert verify_report(tmp_path / "report.yaml") == []
+    assert verify_report(tmp_path / "report.yaml", catalogue()) == []
     html_text = (tmp_path / "report.html").read_text()
     assert "exited with code 3" in html_text and "watch secrets in kueue-system" in html_text
     del doc["error"]
     (tmp_path / "report.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    assert any(p.startswith("error:") for p in verify_report(tmp_path / "report.yaml"))
+    assert any(p.startswith("error:") for p in verify_report(tmp_path / "report.yaml", catalogue()))
 
 
 def test_an_error_text_without_an_error_result_is_caught(tmp_path: Path) -> None:
@@ -354,16 +362,16 @@ def test_undecided_is_counted_apart_and_never_passed() -> None:
 
 
 def test_undecided_round_trips_through_yaml_junit_and_verify(tmp_path: Path) -> None:
-    written = undecided_report().write_all(tmp_path)
+    written = write_all(undecided_report(), tmp_path)
     doc = yaml.safe_load(written["yaml"].read_text())
-    entry = next(c for c in doc["checks"] if c["id"] == core_ids()[2])
+    entry = next(c for c in doc["checks"] if c["id"] == CORE[2])
     assert entry["result"] == "undecided" and entry["message"] == UNDECIDED_MSG
     assert doc["findings"] == [FINDING.to_dict()]
-    assert verify_report(written["yaml"]) == []
+    assert verify_report(written["yaml"], catalogue()) == []
     suite = ET.parse(written["junit"]).getroot().find("testsuite")
     assert suite is not None and suite.get("errors") == "1" and suite.get("failures") == "0"
     errors = [c for c in suite.findall("testcase") if c.find("error") is not None]
-    assert [c.get("name", "").split()[0] for c in errors] == [core_ids()[2]]
+    assert [c.get("name", "").split()[0] for c in errors] == [CORE[2]]
     assert "no MultiKueueConfig" in (suite.findtext("system-out") or "")
     page = written["html"].read_text()
     assert '<span class="badge undecided">' in page and ".undecided{" in page
@@ -387,7 +395,7 @@ def test_verify_checks_undecided_and_findings(tmp_path: Path, edit: Any, words: 
     doc = yaml.safe_load(path.read_text())
     edit(doc)
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    problems = verify_report(path)
+    problems = verify_report(path, catalogue())
     assert any(words in p for p in problems), problems
 
 
@@ -396,28 +404,29 @@ def test_verify_accepts_a_report_from_before_undecided(tmp_path: Path) -> None:
     doc = yaml.safe_load(path.read_text())
     del doc["summary"]["undecided"], doc["findings"]
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    assert verify_report(path) == []
+    assert verify_report(path, catalogue()) == []
 
 
 def test_verify_wants_the_timeouts_when_a_check_was_judged(tmp_path: Path) -> None:
     problems = _verify_edited(tmp_path, lambda doc: doc.update(timeouts={}))
     assert any(p.startswith("timeouts: empty") for p in problems), problems
     cat = catalogue()
-    nothing_judged = [
-        CheckResult(cid, cat[cid][0], "skipped", "filtered out") for cid in core_ids()
-    ] + [CheckResult("EXT-05", cat["EXT-05"][0], "not-supported")]
+    nothing_judged = [CheckResult(cid, cat[cid][0], "skipped", "filtered out") for cid in CORE] + [
+        CheckResult("EXT-05", cat["EXT-05"][0], "not-supported")
+    ]
     path = make_report(nothing_judged, timeouts={}).write_yaml(tmp_path / "r.yaml")
-    assert verify_report(path) == []
+    assert verify_report(path, catalogue()) == []
 
 
 def test_a_result_given_as_the_enum_is_written_as_its_word(tmp_path: Path) -> None:
     """Results are a StrEnum; YAML's safe dumper knows only plain strings."""
     report = Report(
+        catalogue=catalogue(),
         profile="p",
         dispatcher_name="d",
         checks=[CheckResult("CORE-01", "NominatesConfiguredOnly", Result.UNDECIDED, "why")],
     )
-    report.write_all(tmp_path)
+    write_all(report, tmp_path)
     doc = yaml.safe_load((tmp_path / "report.yaml").read_text())
     assert doc["checks"][0]["result"] == "undecided"
 

@@ -23,6 +23,7 @@ from typing import Any
 import psutil
 import pytest
 
+from harness.report import write_html
 from tests import reports
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -133,7 +134,7 @@ RANK = {"failed": 0, "undecided": 1, "passed": 2, "skipped": 3, "not-supported":
 
 
 def test_the_first_screen_shows_the_verdict_and_the_first_failed_check(scratch: Path) -> None:
-    page = reports.report().write_html(scratch / "report.html")
+    page = write_html(reports.report(), scratch / "report.html")
     where = layout(scratch, page)
     # the first screen: the window's viewport (its height less what headless Chromium
     # keeps for a browser's bars, as in a real 900 px window)

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from harness.report import Finding
+from harness.report import Finding, write_html
 from tests import reports
 
 
@@ -46,7 +46,7 @@ def outline(page: str) -> list[tuple[str, str]]:
 
 
 def page_of(tmp_path: Path, **kw: Any) -> str:
-    return reports.report(**kw).write_html(tmp_path / "report.html").read_text()
+    return write_html(reports.report(**kw), tmp_path / "report.html").read_text()
 
 
 def test_verdict_then_checks_worst_first_then_scorecard_then_environment(
@@ -118,7 +118,7 @@ def test_everything_the_report_says_is_on_the_page(tmp_path: Path) -> None:
     """Nothing the page showed before the layout changed is lost: every value of the
     environment, claims, timeouts, implementation and privileges, and every message."""
     report = reports.report()
-    page = report.write_html(tmp_path / "report.html").read_text()
+    page = write_html(report, tmp_path / "report.html").read_text()
     doc = report.to_dict()
     environment = page[page.index('id="environment"') :]
     for section in ("environment", "implementation", "claims", "timeouts"):
@@ -147,7 +147,7 @@ def _leaves(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 
 def test_an_error_report_leads_with_why(tmp_path: Path) -> None:
     report = reports.outcomes()["error"]
-    page = report.write_html(tmp_path / "report.html").read_text()
+    page = write_html(report, tmp_path / "report.html").read_text()
     verdict = page[: page.index("</header>")]
     assert '<span class="badge error">error</span>' in verdict
     assert "exited with code 3 at start" in verdict

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from harness import cli
 from harness.profile import FEATURES, ORDERINGS
-from harness.report import RESULTS, verify_report
+from harness.report import RESULTS, verify_report, write_all
 from harness.report.model import (
     API_VERSION,
     ENVIRONMENT_FIELDS,
@@ -29,6 +29,7 @@ from harness.report.model import (
     SUMMARY_RESULTS,
 )
 from harness.report.verify import schema, schema_problems
+from harness.suite import catalogue
 from tests import reports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,17 +61,17 @@ def test_the_schema_says_what_the_code_says() -> None:
 
 @pytest.mark.parametrize("outcome", list(OUTCOMES))
 def test_every_outcome_writes_a_valid_report_and_junit(tmp_path: Path, outcome: str) -> None:
-    written = OUTCOMES[outcome].write_all(tmp_path)
+    written = write_all(OUTCOMES[outcome], tmp_path)
     doc = yaml.safe_load(written["yaml"].read_text())
     assert doc["summary"]["result"] == EXPECTED[outcome]
     assert schema_problems(doc) == []
-    assert verify_report(written["yaml"]) == []
+    assert verify_report(written["yaml"], catalogue()) == []
     JUNIT_XSD.validate(str(written["junit"]))
     assert written["html"].read_text().endswith("</html>")
 
 
 def test_an_interrupted_run_is_partial_with_its_gaps_named(tmp_path: Path) -> None:
-    doc = yaml.safe_load(OUTCOMES["interrupted"].write_all(tmp_path)["yaml"].read_text())
+    doc = yaml.safe_load(write_all(OUTCOMES["interrupted"], tmp_path)["yaml"].read_text())
     results = {c["id"]: c for c in doc["checks"]}
     assert results["CORE-07"]["result"] == "undecided"
     assert results["CORE-09"]["result"] == "skipped" and results["CORE-09"]["message"]
@@ -79,7 +80,7 @@ def test_an_interrupted_run_is_partial_with_its_gaps_named(tmp_path: Path) -> No
 
 
 def test_an_error_report_says_so_in_junit_too(tmp_path: Path) -> None:
-    junit = OUTCOMES["error"].write_all(tmp_path)["junit"]
+    junit = write_all(OUTCOMES["error"], tmp_path)["junit"]
     data: Any = JUNIT_XSD.to_dict(str(junit))
     suite = data["testsuite"][0]
     assert "exited with code 3 at start" in suite["system-err"]
@@ -105,10 +106,10 @@ def test_any_message_text_still_gives_valid_files(tmp_path: Path, what: str) -> 
     report = reports.report(checks, error="")
     report.findings[0] = reports.Finding("f", HOSTILE[what], HOSTILE[what], ("s",), ("CORE-05",))
     report.environment["provider"] = f"local {HOSTILE[what]}"
-    written = report.write_all(tmp_path)
+    written = write_all(report, tmp_path)
     JUNIT_XSD.validate(str(written["junit"]))
     doc = yaml.safe_load(written["yaml"].read_text(encoding="utf-8"))
-    assert schema_problems(doc) == [] and verify_report(written["yaml"]) == []
+    assert schema_problems(doc) == [] and verify_report(written["yaml"], catalogue()) == []
     message = next(c["message"] for c in doc["checks"] if c["id"] == "CORE-05")
     assert message.startswith("why") or message.startswith("<failure>")
     page = written["html"].read_text(encoding="utf-8")
@@ -120,7 +121,7 @@ def _edited(tmp_path: Path, edit: Any) -> tuple[Path, list[str]]:
     doc = yaml.safe_load(path.read_text())
     edit(doc)
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path, verify_report(path)
+    return path, verify_report(path, catalogue())
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
 from harness.recording.recorder import Recorder as HarnessRecorder
 from harness.scenario import Context, Scenario, name_before
-from suites import expectations
+from suites import judge
 from tests.sessions import use_session
 
 NAMES = ["east-cluster", "west-cluster", "gpu-reserved-cluster"]
@@ -173,32 +173,32 @@ def test_decoys_sort_first_sit_in_the_best_tier_and_stay_outside_the_config(
 
 
 def test_core_scenarios_need_one_escalation_whatever_the_round() -> None:
-    assert expectations.one_escalation(make("reference")) == 2  # stepSize 1
-    assert expectations.one_escalation(make("incremental")) == 4  # stepSize 3
-    assert expectations.one_escalation(make("all-at-once")) == 2  # "all": no escalation
+    assert judge.one_escalation(make("reference")) == 2  # stepSize 1
+    assert judge.one_escalation(make("incremental")) == 4  # stepSize 3
+    assert judge.one_escalation(make("all-at-once")) == 2  # "all": no escalation
 
 
 def test_capacity_goes_where_the_claims_have_nominated_by_then() -> None:
     sc = make("reference")
     sc.order = [sc.cluster("west-cluster"), sc.cluster("gpu-reserved-cluster")]
     # 10 s rounds: the second is nominated at 10 s, within 15 s of pending
-    assert expectations.nominated_within(sc, 15) == sc.order[1]
+    assert judge.nominated_within(sc, 15) == sc.order[1]
     # a 30 s or 5 min round: only the first is, so no round is waited for
-    assert expectations.nominated_within(sc, 5) == sc.order[0]
+    assert judge.nominated_within(sc, 5) == sc.order[0]
     inc = make("incremental")  # stepSize 3: both at once
     inc.order = list(sc.order)
-    assert expectations.nominated_within(inc, 20) == sc.order[1]
+    assert judge.nominated_within(inc, 20) == sc.order[1]
 
 
 def test_claimed_order_sorts_alphabetically_when_that_is_claimed() -> None:
     sc = make("reference")
-    assert expectations.claimed_order(sc, ["west-cluster", "east-cluster"]) == [
+    assert judge.claimed_order(sc, ["west-cluster", "east-cluster"]) == [
         "west-cluster",
         "east-cluster",
     ]
     claims = dataclasses.replace(sc.ctx.profile.claims, ordering="alphabetical")
     sc.ctx.profile = dataclasses.replace(sc.ctx.profile, claims=claims)
-    assert expectations.claimed_order(sc, ["west-cluster", "east-cluster"]) == [
+    assert judge.claimed_order(sc, ["west-cluster", "east-cluster"]) == [
         "east-cluster",
         "west-cluster",
     ]
@@ -212,7 +212,7 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_core_check_is_never_skipped_for_time(session: Path) -> None:
     sc = make("incremental")
     sc.checks = ["CORE-04"]
-    expectations.skip_if_slow(sc, 900)  # runs: a 5-minute round is judged by default
+    judge.skip_if_slow(sc, 900)  # runs: a 5-minute round is judged by default
     assert list(session.iterdir()) == []
 
 
@@ -220,7 +220,7 @@ def test_an_extended_check_waits_for_the_full_run(session: Path) -> None:
     sc = make("incremental")
     sc.checks = ["EXT-05", "EXT-06"]
     with pytest.raises(pytest.skip.Exception, match="full run only"):
-        expectations.skip_if_slow(sc, 375)
+        judge.skip_if_slow(sc, 375)
     records = [json.loads(p.read_text()) for p in session.iterdir()]
     assert {r["check"] for r in records} == {"EXT-05", "EXT-06"}
     assert all(r["result"] == "skipped" and "--full" in r["message"] for r in records)
@@ -253,10 +253,10 @@ def test_fewest_workers_covers_what_every_scenario_asks_for() -> None:
     runs): each scenario's ask must be one it covers."""
     asks = [
         need
-        for module in sorted((Path(expectations.__file__).parent / "conformance").glob("*.py"))
+        for module in sorted((Path(judge.__file__).parent / "conformance").glob("*.py"))
         for need in worker_needs(module.read_text())
     ]
-    assert "one_escalation" in asks and str(expectations.MOST_WORKERS_BY_NUMBER) in asks
+    assert "one_escalation" in asks and str(judge.MOST_WORKERS_BY_NUMBER) in asks
     # what it must catch: a number above the figure, or an ask it cannot read
     assert worker_needs("sc.workers(4)\nsc.workers(at_least=n + 1)\nsc.workers()") == [
         "4",
@@ -265,11 +265,11 @@ def test_fewest_workers_covers_what_every_scenario_asks_for() -> None:
     ]
     for need in asks:
         assert need in {"all", "one_escalation"} or (
-            need.isdigit() and int(need) <= expectations.MOST_WORKERS_BY_NUMBER
+            need.isdigit() and int(need) <= judge.MOST_WORKERS_BY_NUMBER
         ), f"a scenario asks for {need} workers: make fewest_workers cover it"
 
 
 @pytest.mark.parametrize(("step", "fewest"), [("all", 3), (1, 3), (2, 3), (3, 4), (5, 6)])
 def test_fewest_workers_is_stepsize_plus_one_and_at_least_three(step: object, fewest: int) -> None:
     claims = SimpleNamespace(step_size=step)
-    assert expectations.fewest_workers(claims) == fewest  # type: ignore[arg-type]
+    assert judge.fewest_workers(claims) == fewest  # type: ignore[arg-type]

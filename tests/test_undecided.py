@@ -18,7 +18,7 @@ from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.scenario import Scenario
 from harness.session import SESSION_ENV
 from harness.session import current as current_session
-from suites import expectations
+from suites import judge
 from tests.sessions import FrozenRecorder, offline_context, use_session
 
 KEY = "sc/wl"
@@ -52,8 +52,8 @@ def results(report_dir: Path) -> dict[str, dict[str, Any]]:
 
 def broke(sc: Scenario, error: str = WAIT, timed_out: bool = True) -> None:
     """What the scenario fixture does when the test body raised."""
-    expectations.judge_every_timeline(sc)
-    expectations.record_errored(sc, error, timed_out=timed_out)
+    judge.judge_every_timeline(sc)
+    judge.record_errored(sc, error, timed_out=timed_out)
 
 
 CREATED: tuple[float, Kind, dict[str, Any]] = (1.0, Kind.WORKLOAD_CREATED, {})
@@ -107,10 +107,10 @@ def test_an_environment_error_leaves_the_checks_undecided(session: Path) -> None
 
 def test_core06_decides_on_its_wait_once_placed() -> None:
     placed = Timeline([Event(1.0, MANAGER, Kind.PLACEMENT, KEY, {"cluster": "w1"})])
-    assert expectations.settle("CORE-06", WAIT, True, {}, placed)[0] == "failed"
-    assert expectations.settle("CORE-06", WAIT, True, {}, Timeline())[0] == "undecided"
+    assert judge.settle("CORE-06", WAIT, True, {}, placed)[0] == "failed"
+    assert judge.settle("CORE-06", WAIT, True, {}, Timeline())[0] == "undecided"
     failed = {"CORE-05": "Job on w1, w2 at once", "CORE-01": "nominated worker1"}
-    result, message = expectations.settle("CORE-06", WAIT, True, failed, placed)
+    result, message = judge.settle("CORE-06", WAIT, True, failed, placed)
     assert result == "undecided"
     assert message == "undecided: CORE-01 failed in this scenario (also CORE-05): nominated worker1"
 
@@ -121,7 +121,7 @@ SETUP_ERROR = "TimeoutError: worker2: no list within 40s"
 def test_a_scenario_whose_setup_broke_leaves_each_check_undecided_with_the_error(
     session: Path,
 ) -> None:
-    expectations.record_setup_failed(
+    judge.record_setup_failed(
         current_session(), "test_x", ["CORE-03", "CORE-08"], SETUP_ERROR, 100.0, 140.0
     )
     got = results(session)
@@ -142,9 +142,7 @@ def test_an_injected_fault_during_a_broken_setup_is_named_as_the_environment(
         faults.Record(2, "kueue-crash", "", "end", 15.0, "Kueue crashed"),
     ]
     (session / faults.LOG_FILE).write_text("".join(r.to_json() + "\n" for r in log))
-    expectations.record_setup_failed(
-        current_session(), "test_x", ["CORE-04"], SETUP_ERROR, 100.0, 140.0
-    )
+    judge.record_setup_failed(current_session(), "test_x", ["CORE-04"], SETUP_ERROR, 100.0, 140.0)
     message = results(session)["CORE-04"]["message"]
     assert message.startswith(
         "environment: worker2's apiserver at t=10.0s to t=25.0s (t from the setup's start); "
@@ -178,9 +176,9 @@ def test_a_placement_a_check_merely_needs_is_waited_for_a_slack_longer() -> None
     """Its timeout leaves the scenario undecided, so a loaded machine gets more time; the
     placements CORE-04 bounds keep their own wait."""
     sc = scenario(["CORE-03"])
-    slack = expectations.bounds(sc).placement_slack
+    slack = judge.bounds(sc).placement_slack
     assert slack > 0
-    assert expectations.needed_placement_timeout(sc) == (expectations.placement_timeout(sc) + slack)
-    assert expectations.needed_placement_timeout(sc, "sc-w2") == (
-        expectations.placement_timeout(sc, "sc-w2") + slack
+    assert judge.needed_placement_timeout(sc) == (judge.placement_timeout(sc) + slack)
+    assert judge.needed_placement_timeout(sc, "sc-w2") == (
+        judge.placement_timeout(sc, "sc-w2") + slack
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -16,8 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-
-from harness.durations import parse_duration as _harness_parse_duration
 
 MODES = ("cumulative", "exclusive")
 WRITE_MODES = ("admission-policy", "kueue-admission", "merge-patch")
@@ -43,16 +42,33 @@ class SettingsError(ValueError):
         self.field = field
 
 
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"  # ASCII digits only, as Go's
+_PLAIN_NUMBER = re.compile(_NUMBER + r"(?:[eE][-+]?[0-9]+)?")
+_DURATION_PART = re.compile(f"({_NUMBER})(ms|h|m|s)")
+_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
 def parse_duration(value: object) -> float:
     """Seconds from ``10s``, ``2m``, ``1m30s``, ``500ms``, ``1h`` or a plain number.
 
-    The harness's parser (one meaning of ``1m30s`` everywhere), except that a setting needs
-    a value: None is rejected too. Raises ValueError for anything else, negatives included.
+    Go's duration units, chained, as Kueue's own settings write them (the dispatcher needs
+    nothing of the harness to run). Raises ValueError for anything else: None, negatives,
+    unknown units.
     """
-    if value is None or not isinstance(value, str | int | float):
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise ValueError(f"invalid duration {value!r}")
-    seconds = _harness_parse_duration(value)
-    assert seconds is not None  # only None maps to None
+    text = value.strip() if isinstance(value, str) else ""
+    if not isinstance(value, str):
+        seconds = float(value)
+    elif _PLAIN_NUMBER.fullmatch(text):
+        seconds = float(text)
+    else:
+        parts = _DURATION_PART.findall(text)
+        if not text or "".join(n + u for n, u in parts) != text:
+            raise ValueError(f"invalid duration {value!r}: e.g. 500ms, 10s, 5m, 1m30s")
+        seconds = sum(float(n) * _SECONDS[u] for n, u in parts)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"invalid duration {value!r}")
     return seconds
 
 

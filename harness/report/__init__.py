@@ -2,6 +2,7 @@
 written report (`verify`, with report.yaml's JSON Schema `report.schema.json`), the
 HTML page (`html`) and the redaction every writer applies (`redaction`)."""
 
+from harness.report.files import write_all, write_html
 from harness.report.model import (
     API_VERSION,
     ERROR,
@@ -12,10 +13,10 @@ from harness.report.model import (
     RESULTS,
     SKIPPED,
     UNDECIDED,
+    Catalogue,
     CheckResult,
     Finding,
     Report,
-    catalogue,
     core_ids,
     summarize,
 )
@@ -36,11 +37,13 @@ __all__ = [
     "CheckResult",
     "Finding",
     "Report",
-    "catalogue",
+    "Catalogue",
     "core_ids",
     "redact",
     "summarize",
     "verify_report",
     "verify_report_bytes",
     "verify_report_data",
+    "write_all",
+    "write_html",
 ]

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.report.redaction import report_text
 from harness.session import Result
 
-if TYPE_CHECKING:
-    from harness.report.model import CheckResult, Report
+
+class CheckResult(Protocol):
+    """What the page reads of a check's result (harness.report.model.CheckResult)."""
+
+    @property
+    def timeline(self) -> Timeline | None: ...
+
+
+class Report(Protocol):
+    """What the page reads of a report (harness.report.model.Report)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+    def results(self) -> Sequence[CheckResult]: ...
 
 
 def _h(value: Any) -> str:

@@ -13,10 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness import __version__, userfiles
 from harness.recording.timeline import Timeline
-from harness.report.html import render_html
 from harness.report.redaction import first_line, iso, plain, report_text
 from harness.session import Result
-from harness.suite import load as load_suite
 
 if TYPE_CHECKING:
     from harness.profile import Profile
@@ -65,13 +63,12 @@ SCORECARD_ORDER = (
 )
 
 
-def catalogue() -> dict[str, tuple[str, str | None]]:
-    """Check id -> (name, feature or None for core), from the installed suite."""
-    return {cid: (c.name, c.feature) for cid, c in load_suite().catalogue.items()}
+# check id -> (name, feature or None for core), in catalogue order: what a report knows of
+# the suite, handed to it (harness.suite.catalogue()) so the report never loads a suite
+Catalogue = Mapping[str, tuple[str, str | None]]
 
 
-def core_ids(cat: Mapping[str, tuple[str, str | None]] | None = None) -> list[str]:
-    cat = catalogue() if cat is None else cat
+def core_ids(cat: Catalogue) -> list[str]:
     return [cid for cid, (_, feature) in cat.items() if feature is None]
 
 
@@ -92,9 +89,7 @@ class CheckResult:
             raise ValueError(f"check {self.id}: result {self.result!r} not in {RESULTS}")
 
 
-def summarize(
-    checks: Iterable[CheckResult], cat: Mapping[str, tuple[str, str | None]]
-) -> dict[str, Any]:
+def summarize(checks: Iterable[CheckResult], cat: Catalogue) -> dict[str, Any]:
     """summary: failed if any failed; partial if a check is undecided or a core check did
     not pass (nothing was shown wrong, but not everything was decided); else passed."""
     checks = list(checks)
@@ -156,6 +151,7 @@ class Report:
     suite_version: str = __version__
     privileges: list[str] = field(default_factory=list)  # granted beyond the baseline role
     error: str = ""  # why the run could not judge the dispatcher; the summary says "error"
+    catalogue: Catalogue = field(default_factory=dict, repr=False)  # empty: only `checks`
 
     @classmethod
     def for_profile(
@@ -170,6 +166,7 @@ class Report:
         date: dt.datetime | None = None,
         privileges: Iterable[str] = (),
         error: str = "",
+        catalogue: Catalogue,
     ) -> Report:
         """A report whose identity, implementation and claims come from the profile."""
         return cls(
@@ -185,11 +182,12 @@ class Report:
             date=date or dt.datetime.now(dt.UTC),
             privileges=list(privileges),
             error=error,
+            catalogue=catalogue,
         )
 
     def results(self) -> list[CheckResult]:
         """Checks in catalogue order, missing core checks added as skipped."""
-        cat = catalogue()
+        cat = self.catalogue
         have = {c.id for c in self.checks}
         out = list(self.checks)
         for cid in core_ids(cat):
@@ -199,12 +197,12 @@ class Report:
         return sorted(out, key=lambda c: (order.get(c.id, len(order)), c.id))
 
     def summary(self) -> dict[str, Any]:
-        summary = summarize(self.results(), catalogue())
+        summary = summarize(self.results(), self.catalogue)
         return {**summary, "result": ERROR} if self.error else summary
 
     def to_dict(self) -> dict[str, Any]:
         """The report.yaml document (redacted, plain data)."""
-        cat = catalogue()
+        cat = self.catalogue
         checks = []
         for check in self.results():
             entry: dict[str, Any] = {
@@ -312,22 +310,6 @@ class Report:
         ET.indent(suites)
         ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
         return path
-
-    def write_html(self, path: str | Path) -> Path:
-        """One self-contained page: no scripts, no network, inline CSS and SVG."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_html(self), encoding="utf-8")
-        return path
-
-    def write_all(self, report_dir: str | Path) -> dict[str, Path]:
-        """report.yaml, junit.xml and report.html in `report_dir`."""
-        report_dir = Path(report_dir)
-        return {
-            "yaml": self.write_yaml(report_dir / "report.yaml"),
-            "junit": self.write_junit(report_dir / "junit.xml"),
-            "html": self.write_html(report_dir / "report.html"),
-        }
 
 
 def _finding_text(finding: Mapping[str, Any]) -> str:

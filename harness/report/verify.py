@@ -24,8 +24,8 @@ from harness.report.model import (
     SUMMARY_KEYS,
     SUMMARY_RESULTS,
     UNDECIDED,
+    Catalogue,
     CheckResult,
-    catalogue,
     core_ids,
     summarize,
 )
@@ -46,31 +46,32 @@ def schema() -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-def verify_report(path: str | Path) -> list[str]:
-    """Problems a submission gate would reject the report for; [] means it is sound."""
+def verify_report(path: str | Path, catalogue: Catalogue) -> list[str]:
+    """Problems a submission gate would reject the report for, against the suite's
+    `catalogue` (harness.suite.catalogue()); [] means it is sound."""
     try:
         data = read_bytes(Path(path), "report", MAX_REPORT_BYTES)
     except UserError as exc:  # no such file, unreadable: "report: ..."
         return [str(exc)]
-    return verify_report_bytes(data)
+    return verify_report_bytes(data, catalogue)
 
 
-def verify_report_bytes(data: bytes) -> list[str]:
+def verify_report_bytes(data: bytes, catalogue: Catalogue) -> list[str]:
     """verify_report on the file's content: not UTF-8 or not YAML is a problem too."""
     try:
         doc = parse_yaml(decode(data, "report"), "report")
     except UserError as exc:
         return [str(exc)]
-    return verify_report_data(doc)
+    return verify_report_data(doc, catalogue)
 
 
-def verify_report_data(doc: Any) -> list[str]:
+def verify_report_data(doc: Any, catalogue: Catalogue) -> list[str]:
     """verify_report on an already loaded document."""
     if not isinstance(doc, dict):
         return ["report: must be a mapping"]
     problems = schema_problems(doc)
-    problems += _verify_checks(doc)
-    problems += _verify_findings(doc.get("findings", []))
+    problems += _verify_checks(doc, catalogue)
+    problems += _verify_findings(doc.get("findings", []), catalogue)
     return list(dict.fromkeys(problems))  # one line per problem, in the order found
 
 
@@ -82,11 +83,10 @@ def schema_problems(doc: Any) -> list[str]:
     return list(dict.fromkeys(_line(e, doc) for e in validator.iter_errors(_json_ready(doc))))
 
 
-def _verify_checks(doc: dict[str, Any]) -> list[str]:
+def _verify_checks(doc: dict[str, Any], cat: Catalogue) -> list[str]:
     """The catalogue and the summary: what the schema cannot know."""
     problems: list[str] = []
     add = problems.append
-    cat = catalogue()
     checks: list[Any] = doc["checks"] if isinstance(doc.get("checks"), list) else []
     valid: list[CheckResult] = []
     seen: dict[str, int] = {}
@@ -133,9 +133,9 @@ def _verify_checks(doc: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _verify_findings(findings: Any) -> list[str]:
+def _verify_findings(findings: Any, cat: Catalogue) -> list[str]:
     """Every check a finding names must be in the catalogue (its shape is the schema's)."""
-    problems, cat = [], catalogue()
+    problems: list[str] = []
     for i, finding in enumerate(findings if isinstance(findings, list) else []):
         named = finding.get("checks") if isinstance(finding, dict) else None
         if isinstance(named, list):

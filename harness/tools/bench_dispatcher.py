@@ -39,7 +39,7 @@ from harness.profile import load_profile
 from harness.providers.local import LocalProvider
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import Kind
-from harness.run import _start_dispatcher
+from harness.run import start_dispatcher
 from harness.stats import p50_p99, rounded
 from harness.tools import audit_figures, sampling
 
@@ -109,7 +109,7 @@ def bench(
             kube.apply(worker.dyn, multikueue.cluster_queue(NAMESPACE, {"cpu": "0", "memory": "0"}))
         users: frozenset[str] = frozenset()
         if profile.run:
-            runner, users = _start_dispatcher(profile, env, inventory.new_run_id(), stack)
+            runner, users = start_dispatcher(profile, env, inventory.new_run_id(), stack)
             measured = runner.supervisor.procs["dispatcher-0"].popen.pid
         else:
             measured = provider.supervisor.procs["manager-kueue"].popen.pid  # type: ignore[union-attr]

@@ -34,7 +34,7 @@ class Check:
     # held on every scenario's timeline, whatever the scenario was for
     every_timeline: bool = False
     # its decision point is a wait of its own scenario, once the timeline shows this (see
-    # suites.expectations.settle): a wait there that times out is the check's own verdict
+    # suites.judge.settle): a wait there that times out is the check's own verdict
     decided_by_wait: DecisionPoint | None = None
 
     def supported_by(self, features: Iterable[str]) -> bool:

@@ -25,7 +25,7 @@ from harness.recording.recorder import Recorder
 from harness.scenario import Context, Scenario
 from harness.session import Session, current
 from harness.slots import scenario_slot
-from suites import expectations
+from suites import judge
 from suites.checks import CATALOGUE
 
 
@@ -41,16 +41,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         unsupported = [c for c in decided if not CATALOGUE[c].supported_by(features)]
         if len(unsupported) == len(decided) and not item.get_closest_marker("scorecard"):
             feature = CATALOGUE[decided[0]].feature
-            expectations.record_not_supported(session, decided, feature)
+            judge.record_not_supported(session, decided, feature)
             item.add_marker(pytest.mark.skip(reason=f"not-supported: {feature} not claimed"))
         elif item.get_closest_marker("slow") and not session.full:
-            expectations.record_skipped(
-                session, decided, "slow scenario: runs in the full run (--full)"
-            )
+            judge.record_skipped(session, decided, "slow scenario: runs in the full run (--full)")
             item.add_marker(pytest.mark.skip(reason="slow: only in the full run"))
         elif (need := _missing_capability(item, session)) is not None:
             why = CANNOT.get(need, need)
-            expectations.record_skipped(session, decided, f"the provider cannot {why}")
+            judge.record_skipped(session, decided, f"the provider cannot {why}")
             item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
     progress.emit(
         session.events_file,
@@ -135,12 +133,12 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
         )
         yield sc
         try:
-            expectations.judge_every_timeline(sc)
+            judge.judge_every_timeline(sc)
             report = getattr(request.node, "rep_call", None)
             if report is not None and report.failed:
                 timed_out = getattr(request.node, "timed_out", False)
-                expectations.record_errored(sc, _first_line(report), timed_out=timed_out)
-                expectations.collect_artifacts(sc)
+                judge.record_errored(sc, _first_line(report), timed_out=timed_out)
+                judge.collect_artifacts(sc)
         finally:
             sc.cleanup()
 
@@ -158,7 +156,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
         return (yield)
     except EnvironmentLimit as err:
         session = current()
-        expectations.record_skipped(session, _decided(pyfuncitem, session), f"environment: {err}")
+        judge.record_skipped(session, _decided(pyfuncitem, session), f"environment: {err}")
         pytest.skip(f"environment: {err}")
 
 
@@ -169,7 +167,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.when == "setup" and report.failed and isinstance(item, pytest.Function):
         session = current()
         end = time.monotonic()
-        expectations.record_setup_failed(
+        judge.record_setup_failed(
             session,
             item.name,
             _decided(item, session),

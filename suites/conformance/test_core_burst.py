@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from suites.checks import placed_or_ran
-from suites.expectations import RECORDING_ROOM, bounds, conforms, placement_timeout
+from suites.judge import RECORDING_ROOM, bounds, conforms, placement_timeout
 
 BURST = 100
 

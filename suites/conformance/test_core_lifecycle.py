@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.expectations import conforms, needed_placement_timeout, placement_timeout
+from suites.judge import conforms, needed_placement_timeout, placement_timeout
 
 
 @pytest.mark.checks("CORE-03")

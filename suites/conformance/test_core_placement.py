@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from harness.recording.timeline import Timeline
-from suites.expectations import (
+from suites.judge import (
     RECORDING_ROOM,
     claimed_order,
     conforms,

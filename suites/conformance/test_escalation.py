@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.expectations import (
+from suites.judge import (
     bounds,
     claimed_order,
     conforms,

@@ -7,7 +7,7 @@ import pytest
 
 from harness.autoscaler import PROVISION, Behaviour
 from harness.recording.timeline import Timeline
-from suites.expectations import (
+from suites.judge import (
     conforms,
     needed_placement_timeout,
     placement_timeout,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from harness.autoscaler import PROVISION, Behaviour
-from suites.expectations import (
+from suites.judge import (
     conforms,
     last_nominated_worker,
     placement_timeout,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.expectations import bounds, conforms, placement_timeout, skip_if_slow
+from suites.judge import bounds, conforms, placement_timeout, skip_if_slow
 
 
 @pytest.mark.checks("EXT-07")

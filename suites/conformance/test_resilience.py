@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from harness.providers import FAULTS
-from suites.expectations import (
+from suites.judge import (
     bounds,
     conforms,
     placement_timeout,

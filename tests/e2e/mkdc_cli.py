@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from harness.report import verify_report
+from harness.suite import catalogue
 
 PROFILES = Path(__file__).resolve().parents[2] / "dispatchers" / "profiles"
 
@@ -77,5 +78,5 @@ def assert_conforms(
     report = report_of(report_dir)
     results = results_of(report)
     assert {results[c] for c in checks.split(",")} == {"passed"}, results
-    assert verify_report(report_dir / "report.yaml") == []
+    assert verify_report(report_dir / "report.yaml", catalogue()) == []
     return report

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from harness.report import verify_report
+from harness.suite import catalogue
 from tests.e2e.mkdc_cli import (
     assert_conforms,
     mkdc_run,
@@ -75,4 +76,4 @@ def test_discovering_clusters_once_fails_only_the_config_change_and_says_why(
     assert (results["CORE-04"], results["CORE-07"]) == ("passed", "failed"), results
     [finding] = [f for f in report["findings"] if f["id"] == "ignored-new-clusters"]
     assert finding["checks"] == ["CORE-07"], finding
-    assert verify_report(report_dir / "report.yaml") == []
+    assert verify_report(report_dir / "report.yaml", catalogue()) == []

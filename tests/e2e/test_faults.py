@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import verify_report
+from harness.suite import catalogue
 from tests.e2e.mkdc_cli import assert_conforms, mkdc_run, report_of, results_of
 
 RESTARTS = "EXT-13,EXT-14"
@@ -57,4 +58,4 @@ def test_injected_environment_faults_are_never_blamed_on_the_dispatcher(
         if check["result"] == "undecided":
             assert check["message"].startswith("environment: "), check
     assert "fault: " in proc.stderr  # each fault said as it happens
-    assert verify_report(report_dir / "report.yaml") == []
+    assert verify_report(report_dir / "report.yaml", catalogue()) == []

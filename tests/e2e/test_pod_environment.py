@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from harness.report import verify_report
+from harness.suite import catalogue
 from tests.e2e.mkdc_cli import mkdc, profile_variant, report_of, results_of
 
 VENV_PYTHON = str(Path(sys.prefix) / "bin" / "python")
@@ -71,7 +72,7 @@ def test_without_the_privilege_it_cannot_start_and_with_it_it_runs_as_in_a_pod(
     assert "cannot list Secrets in kueue-system: 403" in log.read_text()
     report = report_of(without / "r")
     assert report["summary"]["result"] == "error" and "exited with code 3" in report["error"]
-    assert verify_report(without / "r" / "report.yaml") == []
+    assert verify_report(without / "r" / "report.yaml", catalogue()) == []
 
     # with: judged like any other, on the same environment
     assert proc.stderr.count("environment ready in") == 1
@@ -79,5 +80,5 @@ def test_without_the_privilege_it_cannot_start_and_with_it_it_runs_as_in_a_pod(
     assert results_of(report)["CORE-08"] == "passed"
     assert report["privileges"] == ["get, list, watch secrets in kueue-system"]
     assert report["environment"]["dispatcherRun"] == "pod environment"
-    assert verify_report(with_it / "r" / "report.yaml") == []
+    assert verify_report(with_it / "r" / "report.yaml", catalogue()) == []
     assert not run_dir(proc.stderr).exists()  # nothing left behind (keys, kubeconfigs)

@@ -1,4 +1,4 @@
-"""Expectations a scenario ends with: judge checks on its timeline and record the result.
+"""Judging a scenario: its checks evaluated on its timeline, each result recorded.
 
 `conforms(scenario, "CORE-04", expected_cluster=...)` evaluates the named checks with
 bounds derived from the profile's claims plus the scenario's facts, writes one

@@ -15,6 +15,7 @@ from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
 from harness.results import ScenarioResult
 from harness.session import Result, selects
+from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
 
 NO_RECORD = (
@@ -77,6 +78,7 @@ def build_report(
         scorecard=card,
         privileges=privileges(profile),
         findings=suite.findings(records, profile.claims.to_dict()),
+        catalogue=suite_catalogue(),
     )
 
 
