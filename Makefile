@@ -8,7 +8,7 @@ PROVIDER ?= local
 REPORT_DIR ?= reports/$(PROFILE)
 GO_EXAMPLE := dispatchers/example-go
 # The flags `mkdc bins` builds Kueue with and the suite builds the example with
-# (harness/toolchain.py COMPILE_FLAGS): the example's dependencies are then in Go's build
+# (harness/cluster/toolchain.py COMPILE_FLAGS): the example's dependencies are then in Go's build
 # cache already, and `go vet` does not compile them again.
 GO_BUILD_FLAGS := -trimpath -gcflags=all=-dwarf=false
 

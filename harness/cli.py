@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NoReturn
 
-from harness import faults, progress, rundir, toolchain, versions
+from harness.cluster import faults, rundir, toolchain, versions
 from harness.counts import MAX_COUNT, valid_count
 from harness.durations import parse_duration
 from harness.errors import UserError, command_exit, shown, shown_path
+from harness.scenarios import progress
 from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
 from harness.userfiles import read_bytes
@@ -273,7 +274,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     """Stop the environment `mkdc up` left running, and remove every run directory whose
     run is gone (a `mkdc run` that was killed); a live run's directory stays."""
-    from harness.procs import stop_recorded
+    from harness.cluster.procs import stop_recorded
 
     current = toolchain.cache_dir() / CURRENT
     was_up = current.exists()
@@ -297,9 +298,9 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness import runplan
-    from harness.options import Options
-    from harness.run import exit_status, run_all
+    from harness.orchestrate import runplan
+    from harness.orchestrate.options import Options
+    from harness.orchestrate.run import exit_status, run_all
 
     def ids(text: str | None) -> tuple[str, ...]:
         return tuple(i.strip() for i in (text or "").split(",") if i.strip())

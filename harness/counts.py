@@ -1,7 +1,8 @@
 """Counts a user gives (workers, scenarios at once), from the command line or a plan file.
 
 Why a module of its own: `mkdc`'s argument parser checks them at start-up, and importing
-`harness.run` for one constant made every `mkdc` command load the Kubernetes client first.
+`harness.orchestrate.run` for one constant made every `mkdc` command load the Kubernetes
+client first.
 """
 
 from __future__ import annotations

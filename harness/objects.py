@@ -22,8 +22,9 @@ from typing import Any
 import yaml
 from kubernetes.client.rest import ApiException
 
-from harness import kube, templates
-from harness.environment import Cluster, Environment
+from harness import templates
+from harness.cluster import kube
+from harness.cluster.environment import Cluster, Environment
 from harness.errors import UserError, one_line
 
 PLACES = ("manager", "workers")

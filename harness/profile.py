@@ -20,7 +20,8 @@ from typing import Any, Literal, NoReturn
 
 import yaml
 
-from harness import deploy, objects, templates, toolchain
+from harness import deploy, objects, templates
+from harness.cluster import toolchain
 from harness.deploy import DeployFolder
 from harness.durations import parse_duration
 from harness.errors import UserError, one_line, shown, shown_path

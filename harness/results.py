@@ -1,9 +1,9 @@
 """One check's result in one scenario: the record a test process writes for the report.
 
 A record leaves pytest as a JSON file in the report's `results/` folder and comes back
-when the run folds them into one result per check (harness.report_builder), and when the suite
-explains them across scenarios (its findings). Both ends use this one type; a file that
-does not fit it is refused by name, never half read.
+when the run folds them into one result per check (harness.orchestrate.report_builder),
+and when the suite explains them across scenarios (its findings). Both ends use this one
+type; a file that does not fit it is refused by name, never half read.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.session import Result
+from harness.scenarios.session import Result
 
 # field name -> JSON key, for the fields whose spelling differs
 _KEYS = {

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import faults
-from harness.session import Result
+from harness.cluster import faults
+from harness.scenarios.session import Result
 from suites.checks import CATALOGUE
 from suites.selftest import BASELINES, Expectation, Outcome, run_one
 

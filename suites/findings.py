@@ -20,7 +20,7 @@ from typing import Any
 from harness.recording.timeline import Event, Kind, Timeline
 from harness.report import Finding
 from harness.results import ScenarioResult
-from harness.session import Result
+from harness.scenarios.session import Result
 from suites.checks import CATALOGUE, MAX_NOMINATIONS, Bounds, created_at, first_placement, names
 
 NEVER_NOMINATED_AFTER = 30.0  # seconds pending with no nomination before it counts

@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 
-from harness import faults, progress, results, userfiles
-from harness.multikueue import API
+from harness import results, userfiles
+from harness.cluster import faults
+from harness.cluster.multikueue import API
 from harness.profile import Claims
 from harness.recording.timeline import Timeline
 from harness.results import ScenarioResult
-from harness.scenario import Scenario
-from harness.session import Result, Session, current
+from harness.scenarios import progress
+from harness.scenarios.scenario import Scenario
+from harness.scenarios.session import Result, Session, current
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
 from suites.scorecard import scorecard
 
@@ -301,7 +303,7 @@ def _record(
 
 
 def excused(check: Check, result: Result, sc: Scenario, origin: float) -> str:
-    """Why an injected environment fault excuses this result (see harness.faults), or "".
+    """Why an injected environment fault excuses this result (see harness.cluster.faults), or "".
     A check that rests on the dispatcher's own writes is never excused; any other failed
     or undecided result of a scenario the fault disturbed becomes undecided, naming it."""
     if result not in (Result.FAILED, Result.UNDECIDED) or check.writes_only:

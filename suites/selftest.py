@@ -31,10 +31,10 @@ from typing import Any
 import yaml
 
 from dispatchers.faulty.faults import FAULTS
-from harness.options import Options
+from harness.orchestrate.options import Options
+from harness.orchestrate.run import plan as run_plan
 from harness.profile import load_profile
-from harness.run import plan as run_plan
-from harness.session import Result
+from harness.scenarios.session import Result
 from suites.checks import CATALOGUE
 from suites.judge import fewest_workers
 
@@ -348,7 +348,7 @@ def _sets_workers(arg: str) -> bool:
 def environment_of(
     exp: Expectation, profile_dir: Path | None = None, extra: Sequence[str] = ()
 ) -> Hashable:
-    """Which environment the run needs (``harness.run.Plan.environment_key``)."""
+    """Which environment the run needs (``harness.orchestrate.run.Plan.environment_key``)."""
     options = Options(
         profile_arg(exp, profile_dir),
         report_dir=Path("reports") / exp.profile_name,

@@ -33,8 +33,9 @@ import yaml
 from hypothesis import settings
 from kubernetes.config import kube_config
 
-from harness import cli, toolchain
-from harness import run as run_module
+from harness import cli
+from harness.cluster import toolchain
+from harness.orchestrate import run as run_module
 from harness.providers.existing import ExistingProvider
 from harness.providers.kind import KindProvider
 from harness.providers.local import LocalProvider

@@ -11,8 +11,8 @@ import pytest
 
 from harness.profile import load_profile
 from harness.recording.timeline import Event, Timeline
-from harness.scenario import Context
-from harness.session import SESSION_ENV, Session
+from harness.scenarios.scenario import Context
+from harness.scenarios.session import SESSION_ENV, Session
 
 
 class FrozenRecorder:

@@ -16,9 +16,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import build_parser
+from harness.cluster.versions import MATRIX
 from harness.profile import available_profiles
 from harness.suite import load as load_suite
-from harness.versions import MATRIX
 from suites.checks import DEFAULT_SLACKS
 from tests.bad_input import Sandbox, budget, expect_one_line, forbid_side_effects, run_cli
 from tests.bad_input import sandbox as make_sandbox

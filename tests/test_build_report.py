@@ -8,10 +8,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
-from harness.environment import Environment
-from harness.options import Options
+from harness.cluster.environment import Environment
+from harness.orchestrate.options import Options
+from harness.orchestrate.report_builder import build_report
 from harness.profile import load_profile
-from harness.report_builder import build_report
 from suites.checks import Bounds
 from tests.timelines import Story
 

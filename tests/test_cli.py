@@ -9,7 +9,8 @@ import tempfile
 
 import pytest
 
-from harness import cli, rundir
+from harness import cli
+from harness.cluster import rundir
 
 
 def _run(capsys, *argv: str) -> tuple[int, str]:
@@ -72,7 +73,7 @@ def test_usage_error_is_one_line_and_exit_2(capsys):
 
 def test_run_dir_markers_are_what_up_writes():
     """`mkdc down` removes only a folder holding these, so they must be the real names."""
-    from harness import environment, procs
+    from harness.cluster import environment, procs
 
     assert cli.RUN_DIR_MARKERS == (procs.STATE_FILE, environment.ENV_FILE)
 

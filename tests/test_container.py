@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import container
-from harness.dispatcher import SERVICEACCOUNT_DIR
+from harness.cluster.identity import Credentials
 from harness.errors import UserError
-from harness.identity import Credentials
+from harness.orchestrate import container
+from harness.orchestrate.dispatcher import SERVICEACCOUNT_DIR
 from harness.profile import IMAGE_BINARY, Profile, load_profile
 
 GO_MODULE = Path(__file__).resolve().parents[1] / "dispatchers" / "example-go"
@@ -283,11 +283,11 @@ def test_local_containers_are_killed_restarted_and_removed_with_their_cleanup(
 ) -> None:
     import testcontainers.core.container as tc
 
-    from harness import rundir
-    from harness.procs import Supervisor
+    from harness.cluster import rundir
+    from harness.cluster.procs import Supervisor
 
     monkeypatch.setattr(tc, "DockerContainer", FakeContainer)
-    monkeypatch.setattr("harness.dispatcher.SETTLE_SECONDS", 0.2)
+    monkeypatch.setattr("harness.orchestrate.dispatcher.SETTLE_SECONDS", 0.2)
     FakeContainer.made = []
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -319,12 +319,12 @@ def test_a_local_container_that_exits_at_start_names_its_log(
 ) -> None:
     import testcontainers.core.container as tc
 
-    from harness.dispatcher import StartFailure
-    from harness.procs import Supervisor
+    from harness.cluster.procs import Supervisor
+    from harness.orchestrate.dispatcher import StartFailure
 
     monkeypatch.setattr(tc, "DockerContainer", FakeContainer)
     monkeypatch.setattr(FakeContainer, "start", lambda self: self.wrapped.kill() or self)
-    monkeypatch.setattr("harness.dispatcher.SETTLE_SECONDS", 0.2)
+    monkeypatch.setattr("harness.orchestrate.dispatcher.SETTLE_SECONDS", 0.2)
     (tmp_path / "run").mkdir()
     creds = [Credentials(tmp_path / "kc", tmp_path, "https://127.0.0.1:6443")]
     runner = container.ContainerRunner(
@@ -383,7 +383,7 @@ class FakeApps:
 def test_a_kind_replica_is_crashed_kept_down_and_scaled_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.procs import Supervisor
+    from harness.cluster.procs import Supervisor
 
     execs: list[list[str]] = []
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from harness import deploy
-from harness.dispatcher import downward_api, volumes
 from harness.errors import UserError
+from harness.orchestrate.dispatcher import downward_api, volumes
 from harness.profile import load_profile
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "dispatchers" / "example-go" / "deploy"

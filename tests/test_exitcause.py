@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import exitcause
+from harness.cluster import exitcause
 
 GO_PANIC = """\
 I1205 12:00:00.000000       1 main.go:40] starting

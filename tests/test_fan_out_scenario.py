@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.scenario import Scenario
+from harness.scenarios.scenario import Scenario
 from suites import judge
 from suites.conformance import test_fan_out as fan_out
 from tests.sessions import FrozenRecorder, offline_context, use_session

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness import faults
+from harness.cluster import faults
 from harness.errors import UserError
 from harness.recording.timeline import Event, Kind, Timeline
-from harness.session import Result
+from harness.scenarios.session import Result
 from suites import judge
 from suites.checks import CATALOGUE
 
@@ -175,7 +175,7 @@ def test_a_scenarios_setup_waits_for_a_cluster_whose_apiserver_restarts():
     import urllib3
     from kubernetes.client.rest import ApiException
 
-    from harness import scenario
+    from harness.scenarios import scenario
 
     calls: list[int] = []
 

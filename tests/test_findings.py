@@ -6,7 +6,7 @@ from __future__ import annotations
 from harness.recording.timeline import Kind
 from harness.report import Report, verify_report_data
 from harness.results import ScenarioResult
-from harness.session import Result
+from harness.scenarios.session import Result
 from harness.suite import catalogue
 from suites.findings import detect
 from tests.timelines import Story

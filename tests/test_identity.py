@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from harness import identity
+from harness.cluster import identity
 
 SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
 NODES = {"apiGroups": ["", "apps"], "resources": ["nodes"], "verbs": ["list"]}

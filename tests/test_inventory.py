@@ -11,10 +11,10 @@ from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from harness import inventory
-from harness.environment import Cluster, Environment
-from harness.inventory import RUN_LABEL
-from harness.multikueue import API
+from harness.cluster.environment import Cluster, Environment
+from harness.cluster.multikueue import API
+from harness.scenarios import inventory
+from harness.scenarios.inventory import RUN_LABEL
 
 
 class _Result:

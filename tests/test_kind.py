@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import kueue_install, rundir, toolchain, versions
-from harness.environment import Environment
+from harness.cluster import kueue_install, rundir, toolchain, versions
+from harness.cluster.environment import Environment
 from harness.errors import UserError
 from harness.providers import kind, kind_images
 from harness.providers.kind import Cmd, KindCluster, KindProvider, Result

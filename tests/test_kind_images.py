@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import versions
+from harness.cluster import versions
 from harness.providers import kind_images
 from harness.providers.kind_images import Layer
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 import pytest
 from kubernetes.client.rest import ApiException
 
-from harness import kube
+from harness.cluster import kube
 
 DOC = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
 

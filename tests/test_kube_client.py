@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness import kube
+from harness.cluster import kube
 
 
 def test_kubeconfigs_are_loaded_one_at_a_time(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import kueue_install, toolchain, versions
-from harness.kube import load_documents
+from harness.cluster import kueue_install, toolchain, versions
+from harness.cluster.kube import load_documents
 
 
 @pytest.fixture(scope="module")

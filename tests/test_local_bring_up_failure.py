@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import toolchain, versions
+from harness.cluster import toolchain, versions
 from harness.errors import UserError
 from harness.providers import local
 from harness.providers.local import LocalProvider, keep_logs

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from harness import multikueue
-from harness import scenario as scenario_module
+from harness.cluster import multikueue
 from harness.recording.recorder import list_timeout
 from harness.recording.timeline import Timeline
 from harness.report import html
+from harness.scenarios import scenario as scenario_module
 from suites.checks import CATALOGUE, MAX_NOMINATIONS, Bounds, run_check
 from suites.scorecard import scorecard
 from tests.test_scenario_workers import make, record_applies

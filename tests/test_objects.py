@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness import objects
-from harness.environment import Cluster, Environment
+from harness.cluster.environment import Cluster, Environment
 
 PRICES: dict[str, Any] = {
     "apiVersion": "v1",

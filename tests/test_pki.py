@@ -8,7 +8,7 @@ import stat
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from harness import pki
+from harness.cluster import pki
 
 
 def test_serving_certificate_names_loopback_and_chains_to_ca(tmp_path):

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import mountns
-from harness.dispatcher import SERVICEACCOUNT_DIR, _reads_since, pod_variables
-from harness.identity import Credentials
+from harness.cluster import mountns
+from harness.cluster.identity import Credentials
+from harness.orchestrate.dispatcher import SERVICEACCOUNT_DIR, _reads_since, pod_variables
 
 
 def credentials(tmp_path: Path, server: str = "https://127.0.0.1:16443") -> Credentials:

@@ -17,8 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import mountns
-from harness.dispatcher import exit_cause
+from harness.cluster import mountns
+from harness.orchestrate.dispatcher import exit_cause
 
 # Listens on the controller-runtime defaults, then says whether it reached each host port.
 REPLICA = """

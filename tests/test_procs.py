@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import procs
+from harness.cluster import procs
 from harness.errors import UserError
 
 
@@ -195,7 +195,10 @@ def test_a_child_hears_sigint_even_when_the_harness_was_started_ignoring_it(tmp_
 def test_a_port_another_process_handed_out_is_not_handed_out_here(monkeypatch):
     """Parallel runs on one machine: each process picks ports at random, so without a
     machine-wide claim two could pick the same one before either server binds it."""
-    code = "import sys; from harness import procs; print(procs.free_port(), flush=True); input()"
+    code = (
+        "import sys; from harness.cluster import procs;"
+        " print(procs.free_port(), flush=True); input()"
+    )
     other = subprocess.Popen(
         [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )

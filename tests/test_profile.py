@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import toolchain
+from harness.cluster import toolchain
 from harness.errors import UserError
 from harness.profile import (
     DISPATCHER_ALL_AT_ONCE,

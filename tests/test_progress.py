@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from harness import progress
-from harness.progress import Follower, Progress, Reporter, human
+from harness.scenarios import progress
+from harness.scenarios.progress import Follower, Progress, Reporter, human
 from suites import judge
 from tests.sessions import use_session
 
@@ -280,7 +280,7 @@ def test_every_recorded_result_is_also_a_verdict_event(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = use_session(tmp_path, monkeypatch)
-    from harness.session import current
+    from harness.scenarios.session import current
 
     judge.record_skipped(current(), ["CORE-04"], "the provider cannot take a process out")
     [event] = Follower(session / "events.jsonl").read()

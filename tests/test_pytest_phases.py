@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import procs, run
+from harness.cluster import procs
+from harness.orchestrate import run
 
 
 def lanes_of(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, aside: Path | None = None):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.dispatcher import _reads_since
+from harness.orchestrate.dispatcher import _reads_since
 from harness.providers.local import AUDIT_POLICY
 from harness.recording.recorder import (
     audit_events,

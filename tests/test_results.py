@@ -10,7 +10,7 @@ import pytest
 from harness import results
 from harness.errors import UserError
 from harness.results import ScenarioResult
-from harness.session import Result
+from harness.scenarios.session import Result
 
 
 def test_written_and_read_back_alike(tmp_path: Path) -> None:

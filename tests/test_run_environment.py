@@ -9,10 +9,11 @@ from typing import cast
 import pytest
 import yaml
 
-from harness import kube, run
-from harness.environment import Environment
+from harness.cluster import kube
+from harness.cluster.environment import Environment
 from harness.errors import UserError
-from harness.options import Options
+from harness.orchestrate import run
+from harness.orchestrate.options import Options
 from harness.profile import Profile, load_profile
 
 PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
@@ -44,7 +45,7 @@ def test_an_api_version_the_manager_does_not_serve_is_a_user_error(monkeypatch) 
 
 
 def test_extended_resources_get_limits_equal_to_requests() -> None:
-    from harness.workloads import job
+    from harness.scenarios.workloads import job
 
     gpu = job("j", "ns", "q", requests={"nvidia.com/gpu": "1", "memory": "1Gi"})
     resources = gpu["spec"]["template"]["spec"]["containers"][0]["resources"]
@@ -67,8 +68,8 @@ def test_workers_are_named_as_the_profile_names_them(tmp_path: Path) -> None:
 
 
 def test_a_dispatcher_dead_at_start_leaves_its_log_and_a_report(tmp_path: Path) -> None:
-    from harness.dispatcher import StartFailure
-    from harness.environment import Cluster
+    from harness.cluster.environment import Cluster
+    from harness.orchestrate.dispatcher import StartFailure
 
     run_dir = tmp_path / "run"
     (run_dir / "logs").mkdir(parents=True)

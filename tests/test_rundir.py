@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from harness import rundir
+from harness.cluster import rundir
 
 GONE = {"pid": 999_999_999, "started": 0.0}  # no such process
 
@@ -167,7 +167,7 @@ def test_cleanup_the_run_did_itself_is_not_repeated(private_tmp: Path) -> None:
 def test_a_client_for_a_runs_kubeconfig_keeps_its_key_files_in_the_run(private_tmp: Path) -> None:
     """The client copies the kubeconfig's CA, certificate and key to files, and a process
     killed outright leaves them: for a run's kubeconfig, inside the run directory."""
-    from harness import kube, pki
+    from harness.cluster import kube, pki
 
     ca = pki.CertificateAuthority()
     document = pki.kubeconfig(

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import runplan
-from harness.options import Options
-from harness.run import exit_status, plan
+from harness.orchestrate import runplan
+from harness.orchestrate.options import Options
+from harness.orchestrate.run import exit_status, plan
 from tests.bad_input import expect_one_line, forbid_side_effects, run_cli
 from tests.bad_input import sandbox as make_sandbox
 

@@ -8,12 +8,12 @@ from typing import Any, cast
 
 import pytest
 
-from harness.environment import Environment
+from harness.cluster.environment import Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.scenario import Context, Scenario
+from harness.scenarios.scenario import Context, Scenario
 
 KEY = "ns/wl"
 

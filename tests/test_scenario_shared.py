@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
-from harness import scenario as scenario_module
 from harness.profile import load_profile
 from harness.recording.recorder import Recorder as HarnessRecorder
-from harness.scenario import SHARED_SCOPE, Context, Scenario
+from harness.scenarios import scenario as scenario_module
+from harness.scenarios.scenario import SHARED_SCOPE, Context, Scenario
 from tests.test_scenario_workers import NAMES, FakeCluster, Items, Recorder, environment
 
 

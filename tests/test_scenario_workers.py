@@ -16,12 +16,12 @@ from typing import Any, cast
 import pytest
 from kubernetes.dynamic import DynamicClient
 
-from harness import scenario as scenario_module
-from harness.environment import Cluster, Environment
+from harness.cluster.environment import Cluster, Environment
 from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
 from harness.recording.recorder import Recorder as HarnessRecorder
-from harness.scenario import Context, Scenario, name_before
+from harness.scenarios import scenario as scenario_module
+from harness.scenarios.scenario import Context, Scenario, name_before
 from suites import judge
 from tests.sessions import use_session
 
@@ -114,7 +114,7 @@ def test_too_few_workers_is_an_environment_limit_with_the_reason() -> None:
 
 def test_no_scenario_names_a_worker() -> None:
     root = Path(__file__).resolve().parent.parent
-    sources = [*(root / "suites").rglob("*.py"), root / "harness" / "scenario.py"]
+    sources = [*(root / "suites").rglob("*.py"), root / "harness" / "scenarios" / "scenario.py"]
     named = [
         f"{p.name}: {m.group()}" for p in sources for m in re.finditer(r"worker\d", p.read_text())
     ]

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import run, versions
-from harness.options import Options
+from harness.cluster import versions
+from harness.orchestrate import run
+from harness.orchestrate.options import Options
+from harness.orchestrate.run import (
+    _memory_short as memory_short,  # the real one: the fixture stands in
+)
 from harness.profile import load_profile
-from harness.run import _memory_short as memory_short  # the real one: the fixture stands in
 
 
 @pytest.fixture(autouse=True)

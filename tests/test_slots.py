@@ -9,7 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.slots import TURNSTILE_FILE, claim, claimed, scenario_slot
+from harness.scenarios.slots import TURNSTILE_FILE, claim, claimed, scenario_slot
 
 
 def _turnstile_held(run_dir: Path) -> bool:

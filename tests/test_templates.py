@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import multikueue, templates
+from harness import templates
+from harness.cluster import multikueue
 
 
 @pytest.mark.parametrize(

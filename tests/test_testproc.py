@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import progress, slots
+from harness.scenarios import progress, slots
 from tests.sessions import use_session
 
 TESTS = """
@@ -49,7 +49,7 @@ def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run_pytest(suite: Path, *args: str, **env: str) -> subprocess.Popen:
     argv = [sys.executable, "-m", "pytest", str(suite / "cases"), "-q", "-n", "1"]
-    argv += ["-p", "no:cacheprovider", "-p", "harness.testproc", *args]
+    argv += ["-p", "no:cacheprovider", "-p", "harness.scenarios.testproc", *args]
     return subprocess.Popen(
         argv,
         env={**os.environ, **env},

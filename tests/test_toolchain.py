@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from harness import toolchain, versions
+from harness.cluster import toolchain, versions
 
 # what `go list -deps -f MODULE_OF_EACH_PACKAGE` prints: a line per package, the
 # standard library's empty, a folder replacement without a version

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from harness import faults
+from harness.cluster import faults
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.scenario import Scenario
-from harness.session import SESSION_ENV
-from harness.session import current as current_session
+from harness.scenarios.scenario import Scenario
+from harness.scenarios.session import SESSION_ENV
+from harness.scenarios.session import current as current_session
 from suites import judge
 from tests.sessions import FrozenRecorder, offline_context, use_session
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import versions
+from harness.cluster import versions
 from harness.errors import UserError
 
 

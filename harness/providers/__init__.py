@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from harness.environment import Environment
+from harness.cluster.environment import Environment
 
 # can stop, kill or freeze one process of a cluster (its apiserver, Kueue, the shared
 # etcd) and bring it back: `interrupt(process, how)` and `resume(process)`

@@ -19,13 +19,14 @@ import yaml
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from harness import inventory, kube, kubeconfig, rundir
-from harness.environment import Cluster, Environment
+from harness.cluster import kube, kubeconfig, rundir
+from harness.cluster.environment import Cluster, Environment
+from harness.cluster.kueue_install import NAMESPACE
+from harness.cluster.multikueue import API
+from harness.cluster.versions import MATRIX, Versions
 from harness.errors import UserError, shown, shown_path
-from harness.kueue_install import NAMESPACE
-from harness.multikueue import API
+from harness.scenarios import inventory
 from harness.userfiles import expand_user, file_problem, is_file
-from harness.versions import MATRIX, Versions
 
 MANAGER = "manager"
 DEFAULT_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"

@@ -34,12 +34,13 @@ from typing import Any
 
 import yaml
 
-from harness import inventory, kueue_install, multikueue, rundir, toolchain
-from harness.environment import Cluster, Environment
+from harness.cluster import kueue_install, multikueue, rundir, toolchain
+from harness.cluster.environment import Cluster, Environment
+from harness.cluster.versions import Versions
 from harness.errors import UserError
 from harness.providers import kind_images
 from harness.providers.local import fake_node
-from harness.versions import Versions
+from harness.scenarios import inventory
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-configs"
 KUEUE_URL = "https://github.com/kubernetes-sigs/kueue/releases/download/v{version}/manifests.yaml"

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import toolchain
+from harness.cluster import toolchain
+from harness.cluster.versions import Versions
 from harness.errors import UserError
-from harness.versions import Versions
 
 Progress = Callable[[str], None]
 

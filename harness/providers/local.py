@@ -23,12 +23,13 @@ from typing import Any
 
 import yaml
 
-from harness import kube, kueue_install, mountns, multikueue, pki, rundir, toolchain, workloads
-from harness.environment import Cluster, Environment
+from harness.cluster import kube, kueue_install, mountns, multikueue, pki, rundir, toolchain
+from harness.cluster.environment import Cluster, Environment
+from harness.cluster.procs import Supervisor, free_port
+from harness.cluster.versions import Versions
 from harness.errors import UserError
-from harness.procs import Supervisor, free_port
 from harness.providers import FAULTS
-from harness.versions import Versions
+from harness.scenarios import workloads
 
 MANAGER = "manager"
 Progress = Callable[[str], None]
@@ -295,7 +296,7 @@ class LocalProvider:
 
     def twin(self, progress: Progress | None = None) -> LocalProvider:
         """Another provider for an environment of the same shape and settings (a run's
-        second environment, for the scenarios that run alone: `harness.run`)."""
+        second environment, for the scenarios that run alone: `harness.orchestrate.run`)."""
         return LocalProvider(
             self.versions,
             workers=self.worker_names,

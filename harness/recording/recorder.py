@@ -23,9 +23,9 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from harness import faults, kube
-from harness.environment import Cluster, Environment
-from harness.multikueue import API
+from harness.cluster import faults, kube
+from harness.cluster.environment import Cluster, Environment
+from harness.cluster.multikueue import API
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 
 log = logging.getLogger(__name__)

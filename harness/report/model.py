@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__, userfiles
 from harness.recording.timeline import Timeline
 from harness.report.redaction import first_line, iso, plain, report_text
-from harness.session import Result
+from harness.scenarios.session import Result
 
 if TYPE_CHECKING:
     from harness.profile import Profile

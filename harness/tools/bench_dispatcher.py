@@ -32,14 +32,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from harness import inventory, kube, multikueue, versions, workloads
-from harness.environment import Cluster
+from harness.cluster import kube, multikueue, versions
+from harness.cluster.environment import Cluster
 from harness.errors import command_exit
+from harness.orchestrate.run import start_dispatcher
 from harness.profile import load_profile
 from harness.providers.local import LocalProvider
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import Kind
-from harness.run import start_dispatcher
+from harness.scenarios import inventory, workloads
 from harness.stats import p50_p99, rounded
 from harness.tools import audit_figures, sampling
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from harness import versions
+from harness.cluster import versions
 from harness.errors import command_exit
 from harness.providers.local import LocalProvider, process_kind
 from harness.tools import sampling

@@ -16,15 +16,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness import control, progress
-from harness.environment import Environment
+from harness.cluster.environment import Environment
 from harness.errors import EnvironmentLimit
+from harness.orchestrate import control
 from harness.profile import SHARED, load_profile
 from harness.providers import CANNOT
 from harness.recording.recorder import Recorder
-from harness.scenario import Context, Scenario
-from harness.session import Session, current
-from harness.slots import scenario_slot
+from harness.scenarios import progress
+from harness.scenarios.scenario import Context, Scenario
+from harness.scenarios.session import Session, current
+from harness.scenarios.slots import scenario_slot
 from suites import judge
 from suites.checks import CATALOGUE
 

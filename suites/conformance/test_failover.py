@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.autoscaler import PROVISION, Behaviour
 from harness.recording.timeline import Timeline
+from harness.scenarios.autoscaler import PROVISION, Behaviour
 from suites.judge import (
     conforms,
     needed_placement_timeout,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.autoscaler import PROVISION, Behaviour
+from harness.scenarios.autoscaler import PROVISION, Behaviour
 from suites.judge import (
     conforms,
     last_nominated_worker,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import toolchain, versions
+from harness.cluster import toolchain, versions
 from tests import schedule
 
 # Seconds each e2e test took in a parallel `make test` beside the kind smoke (its

@@ -22,7 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import progress, rundir
+from harness.cluster import rundir
+from harness.scenarios import progress
 from tests.e2e.mkdc_cli import mkdc_start
 
 SETTLE = 20.0  # seconds for every process of the killed run to be gone

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from harness import identity, kube, kueue_install, workloads
-from harness.procs import Supervisor
+from harness.cluster import identity, kube, kueue_install
+from harness.cluster.procs import Supervisor
 from harness.providers.local import LocalProvider, running
+from harness.scenarios import workloads
 
 NS = QUEUE = "mkdc"
 NAME = "mkdc.example/reference"

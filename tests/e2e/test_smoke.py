@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness import kube, workloads
-from harness.environment import Environment
+from harness.cluster import kube
+from harness.cluster.environment import Environment
 from harness.profile import DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL
 from harness.providers.local import LocalProvider, running
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import Kind
+from harness.scenarios import workloads
 
 NS = QUEUE = "mkdc"
 

@@ -27,8 +27,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.cluster.versions import Versions
 from harness.errors import UserError
-from harness.versions import Versions
 
 Progress = Callable[[str], None]
 

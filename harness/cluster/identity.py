@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 from kubernetes import client
 
-from harness import kube, pki
-from harness.environment import Cluster
+from harness.cluster import kube, pki
+from harness.cluster.environment import Cluster
 
 _RBAC = "rbac.authorization.k8s.io/v1"
 ROLE = "mkdc-dispatcher"

@@ -1,12 +1,12 @@
 """What one `mkdc run` is asked to do: the command line's settings for one run (a plan
-file's entry overrides some of them: `harness.runplan`)."""
+file's entry overrides some of them: `harness.orchestrate.runplan`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import progress
+from harness.scenarios import progress
 
 
 @dataclass

@@ -24,16 +24,17 @@ import yaml
 from kubernetes.client.rest import ApiException
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from harness import faults, inventory, kube, multikueue, workloads
-from harness.autoscaler import Behaviour, FakeAutoscaler
+from harness.cluster import faults, kube, multikueue
+from harness.cluster.environment import Cluster, Environment
+from harness.cluster.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
+from harness.cluster.multikueue import API
 from harness.durations import parse_duration
-from harness.environment import Cluster, Environment
 from harness.errors import EnvironmentLimit
-from harness.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
-from harness.multikueue import API
 from harness.profile import Profile
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
+from harness.scenarios import inventory, workloads
+from harness.scenarios.autoscaler import Behaviour, FakeAutoscaler
 
 Quota = Mapping[str, str]
 NO_CAPACITY: Quota = {}
@@ -99,7 +100,7 @@ class Context:
     slacks: Mapping[str, float | str] = field(default_factory=dict)  # durations allowed
     dispatcher_users: frozenset[str] = frozenset()
     capabilities: frozenset[str] = frozenset()
-    control: Any = None  # harness.control.Client when the runner offers one
+    control: Any = None  # harness.orchestrate.control.Client when the runner offers one
     worker_secrets: dict[str, str] = field(default_factory=dict)  # worker -> base Secret
 
 

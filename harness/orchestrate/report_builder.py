@@ -6,15 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness import identity, results, scenario
-from harness.environment import Environment
-from harness.kueue_install import NAMESPACE
-from harness.options import Options
+from harness import results
+from harness.cluster import identity
+from harness.cluster.environment import Environment
+from harness.cluster.kueue_install import NAMESPACE
+from harness.orchestrate.options import Options
 from harness.profile import Profile
 from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
 from harness.results import ScenarioResult
-from harness.session import Result, selects
+from harness.scenarios import scenario
+from harness.scenarios.session import Result, selects
 from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import kube
-from harness.environment import Cluster
-from harness.kueue_install import MULTIKUEUE_CONTROLLER
-from harness.multikueue import API
+from harness.cluster import kube
+from harness.cluster.environment import Cluster
+from harness.cluster.kueue_install import MULTIKUEUE_CONTROLLER
+from harness.cluster.multikueue import API
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"

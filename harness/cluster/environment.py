@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes import client, dynamic
 
-from harness import kube
+from harness.cluster import kube
 
 ENV_FILE = "environment.json"
 

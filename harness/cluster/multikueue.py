@@ -11,9 +11,10 @@ from typing import Any
 
 import yaml
 
-from harness import kube, templates
-from harness.environment import Cluster, Environment
-from harness.kueue_install import MULTIKUEUE_CONTROLLER, NAMESPACE
+from harness import templates
+from harness.cluster import kube
+from harness.cluster.environment import Cluster, Environment
+from harness.cluster.kueue_install import MULTIKUEUE_CONTROLLER, NAMESPACE
 
 API = "kueue.x-k8s.io/v1beta2"
 DEFAULT_NAME = "mkdc"

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from harness import slots
-from harness.session import Result
+from harness.scenarios import slots
+from harness.scenarios.session import Result
 
 RUN_START = "run-start"
 PLAN = "plan"
@@ -356,7 +356,7 @@ class Reporter:
 
     def alone_left(self, claims: Path | None = None) -> bool:
         """Whether a collection so far planned a scenario that must run alone that no
-        environment has taken from `claims` (`harness.slots.claim`)."""
+        environment has taken from `claims` (`harness.scenarios.slots.claim`)."""
         self.pump()
         return any(
             alone and (claims is None or not slots.claimed(claims, test))

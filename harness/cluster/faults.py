@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness import procs
+from harness.cluster import procs
 from harness.errors import UserError
 
 LOG_FILE = "faults.jsonl"

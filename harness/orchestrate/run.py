@@ -25,35 +25,22 @@ from typing import Any
 
 import psutil
 
-from harness import (
-    container,
-    control,
-    faults,
-    identity,
-    inventory,
-    kube,
-    mountns,
-    objects,
-    procs,
-    progress,
-    rundir,
-    scenario,
-    slots,
-    toolchain,
-    versions,
-)
-from harness.dispatcher import DispatcherRunner, StartFailure
-from harness.environment import Environment
+from harness import objects
+from harness.cluster import faults, identity, kube, mountns, procs, rundir, toolchain, versions
+from harness.cluster.environment import Environment
+from harness.cluster.kueue_install import KUEUE_ADMISSION, NAMESPACE
+from harness.cluster.multikueue import API as KUEUE_API
+from harness.cluster.procs import Supervisor
 from harness.errors import UserError, one_line, shown, shown_path
-from harness.kueue_install import KUEUE_ADMISSION, NAMESPACE
-from harness.multikueue import API as KUEUE_API
-from harness.options import Options
-from harness.procs import Supervisor
+from harness.orchestrate import container, control
+from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
+from harness.orchestrate.options import Options
+from harness.orchestrate.report_builder import build_report, due, environment_section, privileges
 from harness.profile import SHARED, Profile, RunSpec, load_profile
 from harness.providers import FAULTS
 from harness.report import UNDECIDED, Report, write_all
-from harness.report_builder import build_report, due, environment_section, privileges
-from harness.session import EVENTS_FILE, SESSION_ENV, Session
+from harness.scenarios import inventory, progress, scenario, slots
+from harness.scenarios.session import EVENTS_FILE, SESSION_ENV, Session
 from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
 
@@ -758,18 +745,18 @@ def _pytest(
     second pytest runs only if `alone_left` says the collections so far planned some
     that no environment has taken: starting it for nothing costs a run seconds. With an
     `aside` session (a second environment of their own) a third pytest runs them there
-    from the start; each environment's takes the next one neither has (`harness.slots`),
+    from the start; each environment's takes the next one neither has (`harness.scenarios.slots`),
     so the first joins in once its other scenarios are done.
 
     pytest's own output, tracebacks included, goes to `log_file`; the console shows the
     progress. Each pytest is a process group of its own that dies with this process
-    (its xdist workers with it: `harness.testproc`), and is stopped on an interrupt."""
+    (its xdist workers with it: `harness.scenarios.testproc`), and is stopped on an interrupt."""
     scenarios = str(load_suite().scenarios)
     base = [sys.executable, "-m", "pytest", scenarios, "-q", "-rfE", "-p", "no:cacheprovider"]
     # hypothesis's plugin (a dev dependency, for the unit tests) is loaded, and its
     # modules assert-rewritten, by every pytest it is installed beside, which makes each
     # start of a run's two or three pytest processes several times dearer in CPU
-    base += ["-p", "harness.testproc", "-p", "no:hypothesispytest"]
+    base += ["-p", "harness.scenarios.testproc", "-p", "no:hypothesispytest"]
     shared = [*base, "-m", "not exclusive"]
     if parallel > 1:
         shared += ["-n", str(parallel)]

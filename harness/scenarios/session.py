@@ -60,7 +60,7 @@ class Session:
     worker_secrets: dict[str, str] = field(default_factory=dict)
     audit_from: int = 0  # where this run's part of the manager's audit log begins
     events: Path | None = None  # None: in the environment's run directory
-    # where a run on two environments claims the scenarios that run alone (harness.slots):
+    # where a run on two environments claims the scenarios that run alone (harness.scenarios.slots):
     # the same folder in both environments' sessions; None: this process runs them all
     claims: Path | None = None
 
@@ -70,7 +70,7 @@ class Session:
 
     @property
     def events_file(self) -> Path:
-        """Where the test processes append their progress events (`harness.progress`):
+        """Where the test processes append their progress events (`harness.scenarios.progress`):
         one file for a run, also when part of it runs on a second environment."""
         return self.events or self.environment / EVENTS_FILE
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from harness.kube import load_documents
-from harness.toolchain import Manifests
+from harness.cluster.kube import load_documents
+from harness.cluster.toolchain import Manifests
 
 NAMESPACE = "kueue-system"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"

@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from harness.environment import Cluster
+from harness.cluster.environment import Cluster
 
 API = "autoscaling.x-k8s.io/v1"
 PENDING = "pending"

@@ -20,13 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import exitcause, identity, kube, rundir, toolchain
-from harness.dispatcher import SERVICEACCOUNT_DIR, DispatcherRunner, StartFailure, pod_variables
-from harness.environment import Environment
+from harness.cluster import exitcause, identity, kube, rundir, toolchain
+from harness.cluster.environment import Environment
+from harness.cluster.identity import Credentials
+from harness.cluster.kueue_install import NAMESPACE
+from harness.cluster.procs import Supervisor
 from harness.errors import UserError, shown
-from harness.identity import Credentials
-from harness.kueue_install import NAMESPACE
-from harness.procs import Supervisor
+from harness.orchestrate.dispatcher import (
+    SERVICEACCOUNT_DIR,
+    DispatcherRunner,
+    StartFailure,
+    pod_variables,
+)
 from harness.profile import IMAGE_BINARY, Profile, fill
 
 MOUNT_DIR = "/etc/mkdc/files"  # where the profile's files are mounted in the container

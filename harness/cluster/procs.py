@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from harness import rundir
+from harness.cluster import rundir
 from harness.errors import UserError
 
 PR_SET_PDEATHSIG = 1

@@ -10,7 +10,7 @@ A plan file is a YAML list, one mapping per run::
 
 Every other setting (provider, versions, slacks, ...) comes from the command line and is
 the same for every run. Runs that can share an environment do
-(`harness.run.run_all`), in the order given.
+(`harness.orchestrate.run.run_all`), in the order given.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import yaml
 
 from harness.counts import MAX_COUNT, valid_count
 from harness.errors import UserError, shown, shown_path
-from harness.options import Options
+from harness.orchestrate.options import Options
 from harness.userfiles import read_text
 
 MAX_PLAN_BYTES = 1 << 20

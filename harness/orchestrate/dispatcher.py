@@ -16,12 +16,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness import exitcause, mountns
+from harness.cluster import exitcause, mountns
+from harness.cluster.identity import Credentials, account_name
+from harness.cluster.kueue_install import NAMESPACE
+from harness.cluster.procs import Supervisor
 from harness.deploy import Pod
 from harness.errors import UserError
-from harness.identity import Credentials, account_name
-from harness.kueue_install import NAMESPACE
-from harness.procs import Supervisor
 from harness.profile import Profile
 from harness.recording.recorder import audit_read
 

@@ -17,10 +17,10 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from harness import kube
-from harness.environment import Cluster, Environment
-from harness.kueue_install import NAMESPACE
-from harness.multikueue import API
+from harness.cluster import kube
+from harness.cluster.environment import Cluster, Environment
+from harness.cluster.kueue_install import NAMESPACE
+from harness.cluster.multikueue import API
 
 RUN_LABEL = "mkdc.x-k8s.io/run"
 RBAC = "rbac.authorization.k8s.io/v1"

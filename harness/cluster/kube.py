@@ -26,7 +26,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from harness import rundir
+from harness.cluster import rundir
 from harness.errors import UserError
 
 FIELD_MANAGER = "mkdc"

@@ -1,4 +1,4 @@
-"""A pytest plugin for the test processes `mkdc run` starts (`-p harness.testproc`),
+"""A pytest plugin for the test processes `mkdc run` starts (`-p harness.scenarios.testproc`),
 whatever the suite.
 
 - Every xdist worker dies with its controller. The controller dies with `mkdc run`
@@ -12,7 +12,7 @@ whatever the suite.
 - Where the session names a claims folder (a run on two environments), a test that runs
   alone (marked `exclusive`) runs only if this process claims it first; the other
   environment's process runs it otherwise, and here it is skipped before it starts, so
-  it reports nothing (`harness.slots.claim`).
+  it reports nothing (`harness.scenarios.slots.claim`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from harness import procs, progress, session, slots
+from harness.cluster import procs
+from harness.scenarios import progress, session, slots
 
 CONTROLLER = "mkdc_controller_pid"  # the controller's pid, handed to each worker
 

@@ -1,0 +1,2 @@
+"""Cluster plumbing: the environments' processes, binaries, certificates, kubeconfigs and
+Kueue's installation."""
