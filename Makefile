@@ -13,7 +13,7 @@ GO_EXAMPLE := dispatchers/example-go
 GO_BUILD_FLAGS := -trimpath -gcflags=all=-dwarf=false
 
 
-.PHONY: setup setup-dev system-e2e system-test bins kind-bins doctor test unit e2e lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
+.PHONY: setup setup-dev system-e2e system-test bins kind-bins doctor test unit e2e matrix lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
 
 # What a run needs (`make e2e`); `setup-dev` adds the linters and what only the tests and
 # the benchmark's picture use (mypy, hypothesis, matplotlib, ...): on a fresh machine
@@ -81,6 +81,16 @@ test: system-test kind-bins lint
 
 e2e: system-e2e bins
 	$(MKDC) run --profile $(PROFILE) --provider $(PROVIDER) --report-dir $(REPORT_DIR)
+
+# The reference on every Kueue version of the matrix (harness/cluster/versions.py), on the
+# checks every dispatcher must pass; the first run of a version builds its binaries.
+# Kueue v0.17 has no MutatingAdmissionPolicy: the reference writes as kueue-admission there.
+MATRIX_CHECKS ?= CORE-01,CORE-02,CORE-03,CORE-04,CORE-05,CORE-07,CORE-08
+matrix: system-e2e bins
+	$(MKDC) run --profile reference --kueue-version v0.19.2 --checks $(MATRIX_CHECKS) \
+		--report-dir reports/matrix/v0.19.2
+	$(MKDC) run --profile reference-kueue-admission --kueue-version v0.17.1 \
+		--checks $(MATRIX_CHECKS) --report-dir reports/matrix/v0.17.1
 
 # Every benchmark: figures into benchmarks/figures.json, docs/benchmarks.md's tables
 # regenerated from it.

@@ -324,15 +324,8 @@ def judge(
     (flavor, priority classes): deleted, they would linger behind the namespaces that use
     them, and the next run would find them there and not make its own."""
     profile, opts, report_dir = p.profile, p.opts, p.report_dir
-    pytest_log = report_dir / progress.LOG_FILE
-    interrupted = ""  # the signal that stopped the suite, if one did
     with contextlib.ExitStack() as stack:
-        last_run = progress.history(report_dir / progress.PUBLIC_FILE)  # for the estimate
-        if report_dir.exists():
-            shutil.rmtree(report_dir)
-        (report_dir / "results").mkdir(parents=True)
-        for stale in (EVENTS_FILE, faults.LOG_FILE):  # an earlier run's on this environment
-            (env.run_dir / stale).unlink(missing_ok=True)
+        last_run = _fresh_report_dir(report_dir, env)
         claims = None  # one environment runs every scenario that runs alone
         if aside is not None:  # two take them in turn (the run has this environment to itself)
             claims = env.run_dir / slots.CLAIMS_DIR
@@ -355,64 +348,24 @@ def judge(
             )
             aside_file = aside_session.write(aside.env.run_dir / SESSION_FILE)
             runners.append(aside_runner)
-        parallel = opts.parallel
-        if profile.environment.worker_cluster_queue and parallel > 1:
-            # one ClusterQueue name on every worker: scenarios cannot each have their own
-            parallel = 1
-            log(f"workerClusterQueue {profile.environment.worker_cluster_queue}: one at a time")
-        if profile.environment.cluster_scope == SHARED and parallel > 1:
-            parallel = 1
-            log("clusterScope shared: scenarios take turns on the environment's clusters")
-        beside = "; those that run alone beside them, on the second" if aside else ""
-        log(f"running the suite for profile {profile.name} ({parallel} parallel{beside})")
         reporter = stack.enter_context(
             progress.Reporter(session.events_file, report_dir, mode=opts.progress, history=last_run)
         )
-        selected = [c for c in load_suite().catalogue if session.selects(c)]
-        reporter.emit(
-            progress.RUN_START,
-            profile=profile.name,
-            total=len(selected),
-            checks=selected,
-            parallel=parallel,
-            aside=aside is not None,
-            log=str(pytest_log),
+        interrupted, injected, not_injected = _run_suite(
+            p, provider, env, session, session_file, reporter, claims, aside_file
         )
-        injector = _injector(opts, provider, env) if opts.inject else None
-        try:
-            code = _pytest(
-                session_file,
-                parallel,
-                pytest_log,
-                functools.partial(reporter.alone_left, claims),
-                aside_file,
-            )
-        except KeyboardInterrupt as exc:  # the scenarios are stopped: report what they did
-            interrupted, code = str(exc) or "SIGINT", 0
-        finally:
-            injected = injector.stop() if injector is not None else []
-        reporter.pump()  # every event, before the run directory goes
-        if code not in (0, 1):
-            raise UserError(
-                f"the suite itself failed (pytest exit {code}): read {pytest_log}"
-                f" ({_last_line(pytest_log)})"
-            )
-        wall = time.monotonic() - started
-        report = build_report(profile, env, report_dir, opts, wall, interrupted)
+        report = build_report(
+            profile, env, report_dir, opts, time.monotonic() - started, interrupted
+        )
         if aside is not None:
             report.environment["environments"] = 2
-        if injector is not None:
+        if injected is not None:
             report.environment["injectedFaults"] = _injected(injected, started)
-            if injector.errors:
-                report.environment["faultsNotInjected"] = injector.errors
+            if not_injected:
+                report.environment["faultsNotInjected"] = not_injected
         summary = report.summary()
         if summary["failed"] or summary["undecided"]:
-            for each in filter(None, runners):
-                each.save_logs()
-            _provider_logs(provider)
-            _collect_logs(env, report_dir)
-            if aside is not None:
-                _collect_logs(aside.env, report_dir, f"logs/{SECOND_ENVIRONMENT}")
+            _keep_evidence(provider, env, report_dir, runners, aside)
         write_all(report, report_dir)
         reporter.end(
             summary=summary,
@@ -420,6 +373,105 @@ def judge(
             interrupted=interrupted or None,
             report=str(report_dir / "report.yaml"),
         )
+    return _say_verdict(report, summary, report_dir, interrupted)
+
+
+def _fresh_report_dir(report_dir: Path, env: Environment) -> dict[str, float]:
+    """An empty report folder with its `results/`, and the environment without an earlier
+    run's events; returns the last run's durations, for the estimate."""
+    last_run = progress.history(report_dir / progress.PUBLIC_FILE)
+    if report_dir.exists():
+        shutil.rmtree(report_dir)
+    (report_dir / "results").mkdir(parents=True)
+    for stale in (EVENTS_FILE, faults.LOG_FILE):  # an earlier run's on this environment
+        (env.run_dir / stale).unlink(missing_ok=True)
+    return last_run
+
+
+def _parallelism(p: Plan) -> int:
+    """How many scenarios run at once: one where the profile's shape has them share a
+    fixed worker ClusterQueue or the environment's clusters."""
+    parallel, environment = p.opts.parallel, p.profile.environment
+    if environment.worker_cluster_queue and parallel > 1:
+        log(f"workerClusterQueue {environment.worker_cluster_queue}: one at a time")
+        return 1
+    if environment.cluster_scope == SHARED and parallel > 1:
+        log("clusterScope shared: scenarios take turns on the environment's clusters")
+        return 1
+    return parallel
+
+
+def _run_suite(
+    p: Plan,
+    provider: Any,
+    env: Environment,
+    session: Session,
+    session_file: Path,
+    reporter: progress.Reporter,
+    claims: Path | None,
+    aside_file: Path | None,
+) -> tuple[str, list[faults.Window] | None, list[str]]:
+    """The scenarios run by pytest, with faults injected if asked; returns the signal that
+    interrupted them ("" when none did), the faults injected (None: none asked) and why
+    any could not be."""
+    pytest_log = p.report_dir / progress.LOG_FILE
+    parallel = _parallelism(p)
+    beside = "; those that run alone beside them, on the second" if aside_file else ""
+    log(f"running the suite for profile {p.profile.name} ({parallel} parallel{beside})")
+    selected = [c for c in load_suite().catalogue if session.selects(c)]
+    reporter.emit(
+        progress.RUN_START,
+        profile=p.profile.name,
+        total=len(selected),
+        checks=selected,
+        parallel=parallel,
+        aside=aside_file is not None,
+        log=str(pytest_log),
+    )
+    injector = _injector(p.opts, provider, env) if p.opts.inject else None
+    interrupted = ""
+    try:
+        code = _pytest(
+            session_file,
+            parallel,
+            pytest_log,
+            functools.partial(reporter.alone_left, claims),
+            aside_file,
+        )
+    except KeyboardInterrupt as exc:  # the scenarios are stopped: report what they did
+        interrupted, code = str(exc) or "SIGINT", 0
+    finally:
+        injected = injector.stop() if injector is not None else None
+    reporter.pump()  # every event, before the run directory goes
+    if code not in (0, 1):
+        raise UserError(
+            f"the suite itself failed (pytest exit {code}): read {pytest_log}"
+            f" ({_last_line(pytest_log)})"
+        )
+    return interrupted, injected, list(injector.errors) if injector is not None else []
+
+
+def _keep_evidence(
+    provider: Any,
+    env: Environment,
+    report_dir: Path,
+    runners: list[DispatcherRunner | None],
+    aside: Aside | None,
+) -> None:
+    """The logs a reader needs when a check failed or stayed undecided, kept in the report
+    before the run directory goes."""
+    for each in filter(None, runners):
+        each.save_logs()
+    _provider_logs(provider)
+    _collect_logs(env, report_dir)
+    if aside is not None:
+        _collect_logs(aside.env, report_dir, f"logs/{SECOND_ENVIRONMENT}")
+
+
+def _say_verdict(
+    report: Report, summary: dict[str, Any], report_dir: Path, interrupted: str
+) -> int:
+    """The verdict on the console, and the exit status it means."""
     log(
         f"{summary['result']}: {summary['passed']} passed, {summary['failed']} failed, "
         f"{summary['undecided']} undecided, {summary['skipped']} skipped, "
@@ -429,7 +481,7 @@ def judge(
         log(f"finding: {finding.title}")
     log(f"report: {report_dir}/report.html")
     broken = summary["failed"] or summary["undecided"]
-    log(f"{'tracebacks' if broken else 'pytest output'}: {pytest_log}")
+    log(f"{'tracebacks' if broken else 'pytest output'}: {report_dir / progress.LOG_FILE}")
     if interrupted:
         log(f"interrupted ({interrupted}): the report is partial")
         return INTERRUPTED_EXIT
