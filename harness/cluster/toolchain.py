@@ -130,7 +130,9 @@ def components(v: Versions) -> list[Component]:
             version=f"v{v.kwok}",
             packages=("sigs.k8s.io/kwok/cmd/kwok",),
             ldflags=(f"-X sigs.k8s.io/kwok/pkg/consts.Version=v{v.kwok}",),
-            built_against=kueue,
+            # Kueue v0.17's pins leave KWOK's OpenTelemetry imports unresolvable: there KWOK
+            # keeps its own
+            built_against=kueue if v.kueue_minor >= (0, 19) else None,
         ),
     ]
 
@@ -349,6 +351,8 @@ class BuildBoard:
         with self._lock:
             parts = []
             for key, state in self._state.items():
+                if state.startswith("cached"):
+                    continue  # said once, at the start
                 name = key.split("-v")[0]
                 if state == "compiling":
                     pct = min(99, 100 * self._done[key] // max(self._total[key], 1))
