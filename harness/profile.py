@@ -483,21 +483,12 @@ class _Validator:
             self.placeholders_known(arg, f"{argv_field}[{i}]")
         env = self.run_env(run.get("env"))
         replicas = self.integer(run.get("replicas", 1), "spec.run.replicas", 1)
-        ready = run.get("readyTimeout")
-        ready_timeout = DEFAULT_READY_TIMEOUT
-        if ready is not None:
-            ready_timeout = self.duration(ready, "spec.run.readyTimeout") or ready_timeout
         go_build = self.go_module(run.get("goBuild"))
         uses_binary = [f"{argv_field}[{i}]" for i, a in enumerate(command) if "{binary}" in a]
         uses_binary += [f"spec.run.env.{k}" for k, v in env.items() if "{binary}" in v]
         if uses_binary and go_build is None:
             self.fail(uses_binary[0], "{binary} needs spec.run.goBuild (the Go module to build)")
-        pod = run.get("podEnvironment", True)
-        if not isinstance(pod, bool):
-            self.fail("spec.run.podEnvironment", f"must be true or false, got {shown(pod)}")
-        host_network = run.get("hostNetwork", False)
-        if not isinstance(host_network, bool):
-            self.fail("spec.run.hostNetwork", f"must be true or false, got {shown(host_network)}")
+        pod = self.flag(run, "podEnvironment", True)
         if image is not None:
             self.container_values(command, env, pod)
         else:
@@ -506,9 +497,9 @@ class _Validator:
             command=command,
             env=env,
             replicas=replicas,
-            ready_timeout=ready_timeout,
+            ready_timeout=self.ready_timeout(run),
             pod_environment=pod,
-            host_network=host_network,
+            host_network=self.flag(run, "hostNetwork", False),
             objects=self.objects(run.get("objects")),
             rbac=self.rbac(run.get("rbac")),
             go_build=go_build,
@@ -550,21 +541,13 @@ class _Validator:
             self.executable(command[0], dispatcher)
         env = {**pod.env, **self.run_env(run.get("env"))}
         replicas = self.integer(run.get("replicas", pod.replicas), "spec.run.replicas", 1)
-        ready = run.get("readyTimeout")
         rbac = self.rbac(run.get("rbac"))
-        host_network = run.get("hostNetwork", pod.host_network)
-        if not isinstance(host_network, bool):
-            self.fail("spec.run.hostNetwork", f"must be true or false, got {shown(host_network)}")
         return RunSpec(
             command=tuple(command),
             env=env,
             replicas=replicas,
-            ready_timeout=(
-                self.duration(ready, "spec.run.readyTimeout") or DEFAULT_READY_TIMEOUT
-                if ready is not None
-                else DEFAULT_READY_TIMEOUT
-            ),
-            host_network=host_network,
+            ready_timeout=self.ready_timeout(run),
+            host_network=self.flag(run, "hostNetwork", pod.host_network),
             objects=self.objects(run.get("objects")),
             deploy=folder,
             rbac=Rbac(
@@ -591,6 +574,19 @@ class _Validator:
                     self.fail(f"spec.run.objects.{place}[{i}]", str(exc))
             parsed[place] = tuple(docs)
         return Objects(manager=parsed["manager"], workers=parsed["workers"])
+
+    def flag(self, run: dict[str, Any], key: str, default: bool) -> bool:
+        """spec.run.KEY: true or false, `default` when absent."""
+        value = run.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(f"spec.run.{key}", f"must be true or false, got {shown(value)}")
+        return value
+
+    def ready_timeout(self, run: dict[str, Any]) -> float:
+        ready = run.get("readyTimeout")
+        if ready is None:
+            return DEFAULT_READY_TIMEOUT
+        return self.duration(ready, "spec.run.readyTimeout") or DEFAULT_READY_TIMEOUT
 
     def run_env(self, value: Any) -> dict[str, str]:
         env_raw = self.mapping(value, "spec.run.env", None)

@@ -565,9 +565,9 @@ def _make_objects(
         for note in run.deploy.notes:
             log(f"{where}manifests: not applied here: {note}")
         wanted.append(run.deploy.objects)
+    labels = {inventory.RUN_LABEL: run_id}
     for group in wanted:
         if group:
-            labels = {inventory.RUN_LABEL: run_id}
             made = stack.enter_context(objects.made(group, env, NAMESPACE, dispatcher_name, labels))
             log(f"{where}made before the dispatcher starts: {', '.join(made)}")
 
