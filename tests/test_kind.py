@@ -312,7 +312,7 @@ def test_up_in_ci_mode_creates_installs_wires_and_down_deletes(manifests):
         argv = list(c.argv)
         assert argv[argv.index("--kubeconfig") + 1].startswith(str(env.run_dir))
         rendered = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text())
-        assert rendered["nodes"][0]["image"] == "kindest/node:v1.36.3"
+        assert rendered["nodes"][0]["image"] == "kindest/node:v1.36.2"
     assert "kind get kubeconfig --internal --name mkdc-worker1" in lines
     assert "kind get kubeconfig --internal --name mkdc-manager" not in lines
     # the manager's Kueue gets the profile's dispatcher and extra; workers neither
@@ -632,7 +632,7 @@ def test_auto_images_are_built_only_when_the_registry_is_out_of_reach(tmp_path, 
 
 def test_release_images_keep_kinds_node_image_and_add_no_built_patches():
     cfg = kind.render_kind_config("worker", V, cgroup_v1=False)
-    assert cfg["nodes"][0]["image"] == "kindest/node:v1.36.3"
+    assert cfg["nodes"][0]["image"] == "kindest/node:v1.36.2"
     assert cfg.get("kubeadmConfigPatches") == [kind.ETCD_NO_FSYNC_PATCH]
     assert "disableDefaultCNI" not in cfg.get("networking", {})
 

@@ -17,38 +17,58 @@ sigs.k8s.io/kwok v0.8.0
 """
 
 
-def test_each_listed_module_is_pinned_once_except_the_skipped() -> None:
-    lines = toolchain.pinned_replaces(LISTING, skip=("sigs.k8s.io/kwok", "sigs.k8s.io/kueue"))
-    assert lines == [
-        "\tgolang.org/x/net => golang.org/x/net v0.56.0",
+def test_each_listed_module_is_required_once_except_the_skipped() -> None:
+    lines = toolchain.shared_requires(LISTING, skip=("sigs.k8s.io/kwok", "sigs.k8s.io/kueue"))
+    assert lines == ["\tgolang.org/x/net v0.56.0", "\tk8s.io/api v0.36.2"]
+
+
+def test_another_builds_versions_are_required_never_replaced() -> None:
+    """Go's build cache keys a package by its module's required version: a `replace` to
+    the same code would miss the packages Kueue's build compiled."""
+    kwok = next(c for c in toolchain.components(versions.select()) if c.name == "kwok")
+    shared = toolchain.shared_requires(LISTING, skip=(kwok.module, "sigs.k8s.io/kueue"))
+    gomod, tools = toolchain.build_module_text(kwok, [], shared)
+    assert (
+        f"require (\n\tsigs.k8s.io/kwok {kwok.version}\n"
+        "\tgolang.org/x/net v0.56.0\n\tk8s.io/api v0.36.2\n)" in gomod
+    )
+    assert "replace" not in gomod
+    assert tools.count('\t_ "') == 1 and '_ "sigs.k8s.io/kwok/cmd/kwok"' in tools
+
+
+def test_kubernetes_keeps_its_staging_modules_beside_the_shared_versions(tmp_path: Path) -> None:
+    (tmp_path / "go.mod").write_text(
+        "module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n"
+        "\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n)\n"
+    )
+    staging = toolchain.staging_modules(tmp_path)
+    assert staging == ["k8s.io/api", "k8s.io/client-go"]
+    assert toolchain.staging_replaces(staging, "v1.36.2") == [
         "\tk8s.io/api => k8s.io/api v0.36.2",
+        "\tk8s.io/client-go => k8s.io/client-go v0.36.2",
+    ]
+    shared = toolchain.shared_requires(LISTING, skip=("k8s.io/kubernetes", *staging))
+    assert shared == [
+        "\tgolang.org/x/net v0.56.0",
+        "\tsigs.k8s.io/kueue v0.19.2",
+        "\tsigs.k8s.io/kwok v0.8.0",
     ]
 
 
-def test_pins_go_into_the_build_modules_replace_block() -> None:
-    kwok = next(c for c in toolchain.components(versions.select()) if c.name == "kwok")
-    gomod, tools = toolchain.build_module_text(kwok, toolchain.pinned_replaces(LISTING))
-    kueue = kwok.built_against
-    assert kueue is not None
-    # Kueue's module and main package beside KWOK's: Go then selects Kueue's versions
-    assert (
-        f"require (\n\tsigs.k8s.io/kwok {kwok.version}\n\tsigs.k8s.io/kueue {kueue.version}\n)"
-        in gomod
-    )
-    assert "replace (\n\tgolang.org/x/net => golang.org/x/net v0.56.0\n" in gomod
-    assert '_ "sigs.k8s.io/kwok/cmd/kwok"\n\t_ "sigs.k8s.io/kueue/cmd/kueue"' in tools
-
-
-def test_only_kwok_is_built_against_another_components_pins() -> None:
-    """Kubernetes, etcd and Kueue keep their releases' own dependency versions; KWOK's
-    binaries are cached under a key naming the build it was pinned to, so a new Kueue
-    version builds KWOK again."""
+def test_kubernetes_and_kwok_are_built_against_kueue_which_keeps_its_own() -> None:
+    """Kueue and etcd keep their releases' own dependency versions; the others' binaries
+    are cached under a key naming the build they were built against, so a new Kueue
+    version builds them again. On Kueue v0.17 every component keeps its own."""
     built = {c.name: c for c in toolchain.components(versions.select())}
-    assert {n for n, c in built.items() if c.built_against} == {"kwok"}
-    kwok, kueue = built["kwok"], built["kueue"]
-    assert kwok.built_against == kueue
+    assert {n for n, c in built.items() if c.built_against} == {"kwok", "kubernetes"}
+    kwok, kueue, kubernetes = built["kwok"], built["kueue"], built["kubernetes"]
+    assert kwok.built_against == kueue == kubernetes.built_against
     assert kwok.key == f"kwok-{kwok.version}+kueue-{kueue.version}"
     assert kueue.key == f"kueue-{kueue.version}"
+    node = {c.name: c for c in toolchain.node_components(versions.select())}["kubernetes-node"]
+    assert node.built_against == kueue
+    older = toolchain.components(versions.select(kueue="v0.17.1"))
+    assert all(c.built_against is None for c in older)
 
 
 def test_the_makefiles_go_commands_compile_as_mkdc_bins_does() -> None:

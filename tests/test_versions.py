@@ -12,7 +12,7 @@ def test_default_is_newest_kueue_on_its_kubernetes(monkeypatch):
     monkeypatch.delenv("MKDC_KUEUE_VERSION", raising=False)
     monkeypatch.delenv("MKDC_KUBERNETES_VERSION", raising=False)
     v = versions.select()
-    assert (v.kueue, v.kubernetes) == ("0.19.2", "1.36.3")
+    assert (v.kueue, v.kubernetes) == ("0.19.2", "1.36.2")
 
 
 def test_second_matrix_point_by_flag_or_env(monkeypatch):

@@ -4,10 +4,10 @@ Each component is built by a throw-away Go module generated in the cache
 (`require` of the upstream module, a tools.go importing its main packages), so
 the upstream's own dependency pins decide the build. Kubernetes needs one
 `replace` per staging module (its go.mod points them at local folders); those
-lines are derived from the upstream go.mod of the same version. KWOK, the
-simulated kubelet and not a part under test, is built against Kueue's pins
-instead of its own (`Component.built_against`): the packages they share then
-compile once. Results are cached per version and never rebuilt once present.
+lines are derived from the upstream go.mod of the same version. Kubernetes and
+KWOK are built against Kueue's dependency versions (`Component.built_against`):
+the packages they share with Kueue then compile once. Results are cached per
+version and never rebuilt once present.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,10 +59,12 @@ class Component:
     ldflags: tuple[str, ...] = ()
     staging_replaces: bool = False
     go_env: dict[str, str] = field(default_factory=dict)
-    # Another component whose dependency versions this one is built with (its module
-    # required beside, every module of its build pinned to that build's version): the
-    # shared packages come from Go's build cache instead of compiling again at the
-    # versions this module's own go.mod names.
+    # Another component whose dependency versions this one is built with: its build
+    # module requires every module of that build at that build's version, so Go selects
+    # those (a version this module's own go.mod names higher stays). The packages they
+    # share then come from Go's build cache, which keys a package by its module's
+    # required version: a `replace` to the same code would compile it again. The build
+    # waits for that component's when both are built in one run.
     built_against: Component | None = None
 
     @property
@@ -100,6 +102,9 @@ def components(v: Versions) -> list[Component]:
         packages=("sigs.k8s.io/kueue/cmd/kueue",),
         ldflags=(f"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v{v.kueue}",),
     )
+    # Kueue v0.17's pins leave KWOK's OpenTelemetry imports unresolvable: there the others
+    # keep their own
+    against_kueue = kueue if v.kueue_minor >= (0, 19) else None
     return [
         Component(
             name="etcd",
@@ -107,6 +112,12 @@ def components(v: Versions) -> list[Component]:
             version=f"v{v.etcd}",
             packages=("go.etcd.io/etcd/server/v3",),
         ),
+        kueue,
+        # Kueue keeps its release's pins exactly: it is the part the dispatcher talks to.
+        # The control plane is built from its own release's code and staging modules, its
+        # other libraries raised to Kueue's versions (never lowered), so the client
+        # libraries, API types and apiserver packages both use compile once
+        # (docs/benchmarks.md has the figures).
         Component(
             name="kubernetes",
             module="k8s.io/kubernetes",
@@ -118,21 +129,16 @@ def components(v: Versions) -> list[Component]:
             ),
             ldflags=k8s_version_flags,
             staging_replaces=True,
+            built_against=against_kueue,
         ),
-        kueue,
-        # 826 of KWOK's 992 packages are Kueue's too, but at other versions of 33 modules
-        # (k8s.io v0.36.1 against v0.36.2, among them): built against Kueue's, it compiles
-        # 107 packages instead of 992. Kueue keeps its own pins exactly, as do Kubernetes
-        # (its apiserver is under test) and etcd.
+        # KWOK, the simulated kubelet: most of its packages are Kueue's too
         Component(
             name="kwok",
             module="sigs.k8s.io/kwok",
             version=f"v{v.kwok}",
             packages=("sigs.k8s.io/kwok/cmd/kwok",),
             ldflags=(f"-X sigs.k8s.io/kwok/pkg/consts.Version=v{v.kwok}",),
-            # Kueue v0.17's pins leave KWOK's OpenTelemetry imports unresolvable: there KWOK
-            # keeps its own
-            built_against=kueue if v.kueue_minor >= (0, 19) else None,
+            built_against=against_kueue,
         ),
     ]
 
@@ -152,6 +158,7 @@ def node_components(v: Versions) -> list[Component]:
             ),
             ldflags=control_plane.ldflags,
             staging_replaces=True,
+            built_against=control_plane.built_against,
         ),
         Component(
             name="kind",
@@ -220,34 +227,40 @@ def module_dir(module: str, version: str, cwd: Path | None = None) -> Path:
     return Path(info["Dir"])
 
 
-def staging_replaces(kubernetes_dir: Path, version: str) -> list[str]:
-    """`replace` lines mapping each staging module to its published v0.X.Y twin."""
-    staging_version = "v0." + version.removeprefix("v").split(".", 1)[1]
-    lines = []
+def staging_modules(kubernetes_dir: Path) -> list[str]:
+    """The staging modules Kubernetes' go.mod points at local folders."""
+    found = []
     for line in (kubernetes_dir / "go.mod").read_text().splitlines():
         m = re.match(r"\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", line)
         if m:
-            lines.append(f"\t{m.group(1)} => {m.group(1)} {staging_version}")
-    return lines
+            found.append(m.group(1))
+    return found
 
 
-def build_module_text(component: Component, replaces: list[str]) -> tuple[str, str]:
-    """The go.mod and tools.go of the throw-away build module. A component built against
-    another requires and imports that one too: the module versions Go selects, and so
-    the build cache's keys of the packages both use, are then that build's."""
-    sources = [component, *([component.built_against] if component.built_against else [])]
+def staging_replaces(modules: list[str], version: str) -> list[str]:
+    """`replace` lines mapping each staging module to its published v0.X.Y twin."""
+    staging_version = "v0." + version.removeprefix("v").split(".", 1)[1]
+    return [f"\t{m} => {m} {staging_version}" for m in modules]
+
+
+def build_module_text(
+    component: Component, replaces: Sequence[str], shared: Sequence[str] = ()
+) -> tuple[str, str]:
+    """The go.mod and tools.go of the throw-away build module; `shared` are require lines
+    of another build's modules (`shared_requires`)."""
     gomod = [
         f"module mkdc.local/toolchain/{component.name}",
         "",
         "go 1.26.0",
         "",
         "require (",
-        *(f"\t{c.module} {c.version}" for c in sources),
+        f"\t{component.module} {component.version}",
+        *shared,
         ")",
     ]
     if replaces:
         gomod += ["", "replace (", *replaces, ")"]
-    imports = "\n".join(f'\t_ "{p}"' for c in sources for p in c.packages)
+    imports = "\n".join(f'\t_ "{p}"' for p in component.packages)
     tools = f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n"
     return "\n".join(gomod) + "\n", tools
 
@@ -269,20 +282,21 @@ def _prepare_module(component: Component, progress: Progress) -> Path:
 def _write_module(component: Component, progress: Progress) -> Path:
     work = cache_dir() / "build" / component.key
     work.mkdir(parents=True, exist_ok=True)
-    replaces: list[str] = []
+    staging: list[str] = []
     if component.staging_replaces:
-        replaces = staging_replaces(
-            module_dir(component.module, component.version), component.version
-        )
+        staging = staging_modules(module_dir(component.module, component.version))
+    shared: list[str] = []
     if component.built_against is not None:
         other = component.built_against
-        progress(f"{component.key}: pinning the modules it shares with {other.key}")
+        progress(f"{component.key}: requiring the module versions of {other.key}")
         listing = _run_go(
             ["list", "-deps", "-f", MODULE_OF_EACH_PACKAGE, *other.packages],
             cwd=_prepare_module(other, progress),
         )
-        replaces += pinned_replaces(listing, skip=(component.module, other.module))
-    gomod, tools = build_module_text(component, replaces)
+        # the staging modules are Kubernetes' own: its replace lines decide them
+        shared = shared_requires(listing, skip=(component.module, other.module, *staging))
+    replaces = staging_replaces(staging, component.version) if staging else []
+    gomod, tools = build_module_text(component, replaces, shared)
     (work / "go.mod").write_text(gomod)
     (work / "tools.go").write_text(tools)
     progress(f"{component.key}: resolving modules")
@@ -296,15 +310,15 @@ MODULE_OF_EACH_PACKAGE = (
 )
 
 
-def pinned_replaces(listing: str, skip: tuple[str, ...] = ()) -> list[str]:
-    """`replace` lines pinning each module of a MODULE_OF_EACH_PACKAGE listing to the
-    version listed; modules in `skip` (the one being built) keep their own."""
-    pins: dict[str, str] = {}
+def shared_requires(listing: str, skip: tuple[str, ...] = ()) -> list[str]:
+    """`require` lines for each module of a MODULE_OF_EACH_PACKAGE listing at the version
+    listed; modules in `skip` (the one being built, its own staging modules) are left out."""
+    versions: dict[str, str] = {}
     for line in listing.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[0] not in skip:
-            pins[parts[0]] = parts[1]
-    return [f"\t{module} => {module} {version}" for module, version in sorted(pins.items())]
+            versions[parts[0]] = parts[1]
+    return [f"\t{module} {version}" for module, version in sorted(versions.items())]
 
 
 def build(component: Component, progress: Progress) -> Path:
@@ -413,12 +427,17 @@ def build_many(
             results[c.key] = bin_dir(c)
     if not to_build:
         return results
+    # a component built against another one built in this run compiles after it: both at
+    # once would each compile the packages they share
+    finished = {c.key: threading.Event() for c in to_build}
     with board.reporting(report_every):
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="resolve") as resolver:
             prepared = {c.key: resolver.submit(_resolve, c, board) for c in to_build}
             with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="lane") as pool:
                 futures = [
-                    pool.submit(_build_lane, [c for c in lane if c in to_build], prepared, board)
+                    pool.submit(
+                        _build_lane, [c for c in lane if c in to_build], prepared, finished, board
+                    )
                     for lane in lanes
                 ]
                 for future in futures:
@@ -436,13 +455,27 @@ def _resolve(component: Component, board: BuildBoard) -> Path:
 
 
 def _build_lane(
-    lane: list[Component], prepared: dict[str, Future[Path]], board: BuildBoard
+    lane: list[Component],
+    prepared: dict[str, Future[Path]],
+    finished: dict[str, threading.Event],
+    board: BuildBoard,
 ) -> dict[str, Path]:
     built = {}
-    for component in lane:
-        started = time.monotonic()
-        built[component.key] = _compile(component, prepared[component.key].result(), board)
-        board.say(component.key, f"built in {time.monotonic() - started:.0f}s")
+    try:
+        for component in lane:
+            work = prepared[component.key].result()
+            other = component.built_against
+            if other is not None and other.key in finished and not finished[other.key].is_set():
+                board.say(component.key, f"waiting for {other.name}")
+                finished[other.key].wait()
+            started = time.monotonic()
+            built[component.key] = _compile(component, work, board)
+            board.say(component.key, f"built in {time.monotonic() - started:.0f}s")
+            finished[component.key].set()
+    finally:
+        # a failed lane releases the others' waits; their build or its error follows
+        for component in lane:
+            finished[component.key].set()
     return built
 
 
@@ -495,15 +528,15 @@ def _stream_build(
 
 def build_all(v: Versions, progress: Progress | None = None, node: bool = False) -> dict[str, Path]:
     """Build (or find cached) every binary, with a kind node's too when `node`; returns
-    binary name -> path. Kubernetes, the largest, has a lane to itself (its node binaries
-    after it, reusing its packages); etcd, Kueue and KWOK (built against Kueue's packages)
-    share the other, with kind and CoreDNS after them."""
+    binary name -> path. Kueue first, then Kubernetes and its node binaries, each reusing
+    the packages before it; beside them etcd, kind and CoreDNS, which share nothing with
+    Kueue, while it compiles, then KWOK once Kueue is built."""
     report = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
     wanted = components(v) + (node_components(v) if node else [])
     by_name = {c.name: c for c in wanted}
     lanes = [
-        ["kubernetes", "kubernetes-node"],
-        ["etcd", "kueue", "kwok", "kind", "coredns"],
+        ["kueue", "kubernetes", "kubernetes-node"],
+        ["etcd", "kind", "coredns", "kwok"],
     ]
     folders = build_many([[by_name[n] for n in lane if n in by_name] for lane in lanes], report)
     return {name: folders[c.key] / name for c in wanted for name in c.binaries}

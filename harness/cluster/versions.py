@@ -43,8 +43,10 @@ KWOK = "0.8.0"
 
 # Kueue version -> the environment it is tested on. v0.17.8 is not served by the
 # module proxy here; v0.17.1 is the newest 0.17 patch that is, on Kubernetes 1.35.
+# Kueue v0.19.2's Kubernetes is the patch whose staging modules (k8s.io/api v0.36.2, ...)
+# Kueue requires: built against Kueue's versions, the packages both use compile once.
 MATRIX: dict[str, Versions] = {
-    "0.19.2": Versions(kubernetes="1.36.3", kueue="0.19.2", etcd=ETCD, kwok=KWOK),
+    "0.19.2": Versions(kubernetes="1.36.2", kueue="0.19.2", etcd=ETCD, kwok=KWOK),
     "0.17.1": Versions(kubernetes="1.35.4", kueue="0.17.1", etcd=ETCD, kwok=KWOK),
 }
 DEFAULT_KUEUE = "0.19.2"
