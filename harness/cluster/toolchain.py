@@ -449,9 +449,23 @@ def _resolve(component: Component, board: BuildBoard) -> Path:
     """The component's build module and how many packages its build compiles at most."""
     board.say(component.key, "resolving modules")
     work = _prepare_module(component, lambda _msg: None)
-    total = len(_run_go(["list", "-deps", *component.packages], cwd=work).split())
-    board.resolved(component.key, total)
+    packages = _packages(component, work)
+    if component.built_against is not None:
+        # what it shares with the build it waits for comes from Go's build cache
+        other = component.built_against
+        packages -= _packages(other, _prepare_module(other, lambda _msg: None))
+    board.resolved(component.key, len(packages))
     return work
+
+
+# `go list -f`: a package and the module version it is built at, which decide (with its
+# imports') whether two builds share it in Go's build cache
+PACKAGE_AT_VERSION = "{{.ImportPath}} {{with .Module}}{{.Path}}@{{.Version}}{{end}}"
+
+
+def _packages(component: Component, work: Path) -> set[str]:
+    listing = _run_go(["list", "-deps", "-f", PACKAGE_AT_VERSION, *component.packages], cwd=work)
+    return set(listing.splitlines())
 
 
 def _build_lane(
