@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import stat
 
+import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
@@ -31,6 +32,11 @@ def test_client_certificate_carries_group_for_rbac():
     assert orgs == ["system:masters"]
     usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert ExtendedKeyUsageOID.CLIENT_AUTH in usages
+
+
+def test_a_certificate_for_no_purpose_is_refused():
+    with pytest.raises(ValueError, match="names no purpose"):
+        pki.CertificateAuthority().issue("nothing")
 
 
 def test_keys_are_private_files(tmp_path):

@@ -171,7 +171,11 @@ def test_a_client_for_a_runs_kubeconfig_keeps_its_key_files_in_the_run(private_t
 
     ca = pki.CertificateAuthority()
     document = pki.kubeconfig(
-        "manager", "https://127.0.0.1:1", ca.cert_pem, ca.issue("mkdc-admin"), "mkdc-admin"
+        "manager",
+        "https://127.0.0.1:1",
+        ca.cert_pem,
+        ca.issue("mkdc-admin", client=True),
+        "mkdc-admin",
     )
     run = rundir.create("mkdc-run-")
     path = pki.write_kubeconfig(run / "admin.kubeconfig", document)

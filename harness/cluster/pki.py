@@ -103,7 +103,15 @@ class CertificateAuthority:
         server_hosts: tuple[str, ...] = (),
         client: bool = False,
     ) -> KeyPair:
-        """A leaf certificate: serving when server_hosts is given, client when client."""
+        """A leaf certificate: serving when server_hosts is given, client when client.
+
+        One of the two is required: an extended key usage must name a purpose (newer
+        `cryptography` refuses an empty one, and a certificate for nothing is a mistake).
+        """
+        if not server_hosts and not client:
+            raise ValueError(
+                f"certificate {common_name!r} names no purpose: server_hosts or client"
+            )
         key = _key()
         attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
         attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
