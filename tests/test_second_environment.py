@@ -25,20 +25,23 @@ def memory_enough(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Provider:
-    """Stands in for the local provider: `twin` and `up` are all this code calls."""
+    """Stands in for the local provider: `twin`, `up` and `down` are all this code calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "the first environment", fails: bool = False) -> None:
+        self.name, self.fails = name, fails
         self.made: list[Provider] = []
         self.up_calls = 0
         self.down_calls = 0
 
     def twin(self, progress=None) -> Provider:
-        self.made.append(Provider())
+        self.made.append(Provider("the second environment"))
         return self.made[-1]
 
     def up(self) -> str:
         self.up_calls += 1
-        return "the second environment"
+        if self.fails:
+            raise run.UserError(f"{self.name} failed")
+        return self.name
 
     def down(self) -> None:
         self.down_calls += 1
@@ -46,6 +49,12 @@ class Provider:
 
 class OneEnvironmentOnly:
     """A provider with no twin (kind, existing)."""
+
+    def up(self) -> str:
+        return "the first environment"
+
+    def down(self) -> None:
+        pass
 
 
 def plan(provider=None, **options) -> run.Plan:
@@ -56,15 +65,35 @@ def plan(provider=None, **options) -> run.Plan:
 
 def second(*plans: run.Plan) -> tuple[run.Aside | None, list[Provider]]:
     with contextlib.ExitStack() as stack:
-        aside = run._second_environment(plans, stack)
+        env, aside = run._environments(plans, plans[0].provider, stack)
+        assert env == "the first environment"
         made = [m for p in plans if isinstance(p.provider, Provider) for m in p.provider.made]
     return aside, made
 
 
-def test_a_whole_run_gets_one_and_takes_it_down() -> None:
-    aside, made = second(plan())
+def test_a_whole_run_gets_one_and_takes_both_down() -> None:
+    first = Provider()
+    aside, made = second(plan(first))
     assert aside is not None and aside.env == "the second environment"
-    assert [(m.up_calls, m.down_calls) for m in made] == [(1, 1)]
+    assert [(m.up_calls, m.down_calls) for m in (first, *made)] == [(1, 1), (1, 1)]
+
+
+def test_either_bring_up_failing_takes_both_down() -> None:
+    """The first one's failure waits for the second's bring-up, then stops it too."""
+    first = Provider(fails=True)
+    with pytest.raises(run.UserError, match="the first environment failed"):
+        second(plan(first))
+    assert [(m.up_calls, m.down_calls) for m in (first, *first.made)] == [(1, 1), (1, 1)]
+
+    class FailingTwin(Provider):
+        def twin(self, progress=None) -> Provider:
+            self.made.append(Provider("the second environment", fails=True))
+            return self.made[-1]
+
+    first = FailingTwin()
+    with pytest.raises(run.UserError, match="the second environment failed"):
+        second(plan(first))
+    assert [(m.up_calls, m.down_calls) for m in (first, *first.made)] == [(1, 1), (1, 1)]
 
 
 @pytest.mark.parametrize(
@@ -94,9 +123,10 @@ def test_asking_for_two_on_a_provider_that_cannot_is_bad_input(monkeypatch) -> N
 
 def test_none_by_default_where_memory_is_short_but_asked_for_it_is_made(monkeypatch) -> None:
     monkeypatch.setattr(run, "_memory_short", lambda clusters: "1.0 GiB of memory available")
-    assert second(plan()) == (None, [])
+    aside, made = second(plan())
+    assert aside is None and [m.up_calls for m in made] == [0]  # made, never brought up
     aside, made = second(plan(environments=2))
-    assert aside is not None and len(made) == 1
+    assert aside is not None and [m.up_calls for m in made] == [1]
 
 
 class Memory:
@@ -104,10 +134,11 @@ class Memory:
         self.available = available
 
 
-def test_memory_is_short_below_twice_an_environment_and_the_room(monkeypatch) -> None:
-    """A second 1+4 environment: 5 clusters' memory twice, and the room for the run."""
+def test_memory_is_short_below_three_environments_and_the_room(monkeypatch) -> None:
+    """Two 1+4 environments brought up together, as much again as one to spare for the
+    runs beside them, and the room."""
     needed = 5 * run.CLUSTER_MEMORY
-    enough = 2 * needed + run.MEMORY_ROOM
+    enough = 3 * needed + run.MEMORY_ROOM
     monkeypatch.setattr(run.psutil, "virtual_memory", lambda: Memory(enough))
     assert memory_short(5) == ""
     monkeypatch.setattr(run.psutil, "virtual_memory", lambda: Memory(enough - 1))

@@ -96,8 +96,14 @@ class DispatcherRunner:
         self.supervisor.start(name, argv, env=env, unset=unset, cwd=Path.cwd())
 
     def start_all(self) -> None:
-        """Start every replica and make sure none dies at start (exit 2 naming its log)."""
+        """Start every replica and make sure none dies at start (exit 2 naming its log).
+
+        Each replica's log begins with this run: on an environment several runs share, an
+        earlier run's dispatcher wrote to the same file (its report keeps its own copy), and
+        its lines would be quoted as this one's exit cause and kept in this one's report.
+        """
         for replica in range(self.run.replicas):
+            (self.supervisor.log_dir / f"{self.process_name(replica)}.log").unlink(missing_ok=True)
             self.start(replica)
         deadline = time.monotonic() + min(SETTLE_SECONDS, self.run.ready_timeout)
         while time.monotonic() < deadline:

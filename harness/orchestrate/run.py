@@ -19,6 +19,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,9 +224,7 @@ def run_all(runs: Sequence[Options]) -> list[int]:
         provider = group_plans[0].provider
         started = time.monotonic()
         with contextlib.ExitStack() as stack:
-            env = provider.up()
-            stack.callback(provider.down)
-            aside = _second_environment(group_plans, stack)
+            env, aside = _environments(group_plans, provider, stack)
             for i, p in enumerate(group_plans):
                 if i:
                     log(f"next run on the same environment: profile {p.profile.name}")
@@ -255,9 +254,27 @@ class Aside:
     env: Environment
 
 
-def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> Aside | None:
-    """The second environment of a run on an environment of its own, up; None where the
-    provider cannot make one, the run lacks scenarios of either kind (alone, or to run
+def _environments(
+    plans: Sequence[Plan], provider: Any, stack: contextlib.ExitStack
+) -> tuple[Environment, Aside | None]:
+    """The runs' environment up, and a second one (`_second_provider`) brought up beside
+    it: on two cores, two bring-ups at once end sooner than one after the other, for each
+    waits on its apiservers part of the time. Each is stopped when `stack` closes, however
+    the other's bring-up ended."""
+    stack.callback(provider.down)
+    twin = _second_provider(plans)
+    if twin is None:
+        return provider.up(), None
+    stack.callback(twin.down)
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        second = beside.submit(twin.up)
+        env = provider.up()  # on failure, the pool waits for the second before the stack stops it
+        return env, Aside(twin, second.result())
+
+
+def _second_provider(plans: Sequence[Plan]) -> Any | None:
+    """The provider of a second environment for a run on an environment of its own; None
+    where the provider cannot make one, the run lacks scenarios of either kind (alone, or to run
     beside them), faults are injected (into one environment), --environments 1 said so, or
     (unless --environments 2 said so) the memory left would not hold it. Several runs
     sharing one environment take their turns on it alone."""
@@ -278,6 +295,7 @@ def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> A
     alone = [c for c, runs_alone in kinds.items() if runs_alone]
     if not alone or False not in kinds.values():
         return None  # nothing to run beside them
+    second = twin(progress=lambda msg: log(f"{ASIDE_LOG}{msg}"))  # bad input raises here
     if p.opts.environments is None:  # --environments 2: whatever the memory
         short = _memory_short(1 + len(getattr(p.provider, "worker_names", ())))
         if short:
@@ -286,22 +304,20 @@ def _second_environment(plans: Sequence[Plan], stack: contextlib.ExitStack) -> A
             )
             return None
     log(f"a second environment for the scenarios that run alone ({', '.join(alone)})")
-    provider = twin(progress=lambda msg: log(f"{ASIDE_LOG}{msg}"))
-    env = provider.up()
-    stack.callback(provider.down)
-    return Aside(provider, env)
+    return second
 
 
 def _memory_short(clusters: int) -> str:
-    """Why a second environment of `clusters` clusters would not fit in the memory left,
-    with room for the run beside it; "" where it would."""
+    """Why a second environment of `clusters` clusters, brought up with the first, would
+    not fit in the memory left: both, and as much again as one for the runs beside them;
+    "" where it would."""
     needed = clusters * CLUSTER_MEMORY
     available = psutil.virtual_memory().available
-    if available >= 2 * needed + MEMORY_ROOM:
+    if available >= 3 * needed + MEMORY_ROOM:
         return ""
     return (
-        f"{available / GIB:.1f} GiB of memory available, and it needs about"
-        f" {needed / GIB:.1f} GiB with as much again to spare"
+        f"{available / GIB:.1f} GiB of memory available, and the two environments need about"
+        f" {2 * needed / GIB:.1f} GiB with {needed / GIB:.1f} GiB more to spare"
     )
 
 

@@ -169,20 +169,29 @@ class LocalProvider:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def up(self) -> Environment:
-        """Start everything; on any failure stop what was started and re-raise."""
+    def check(self) -> tuple[dict[str, Path], toolchain.Manifests]:
+        """The binaries and manifests a bring-up needs, and the write mode they support;
+        UserError saying what is missing or wrong. Nothing is started or written."""
         bins = self._binaries()
         man = toolchain.manifests(self.versions)
-        self.write_mode = self.write_mode or kueue_install.default_write_mode(
+        write_mode = self.write_mode or kueue_install.default_write_mode(
             man, self.versions.kubernetes_minor
         )
         why_not = kueue_install.write_mode_supported(
-            self.write_mode, man, self.versions.kubernetes_minor
+            write_mode, man, self.versions.kubernetes_minor
         )
         if why_not:
             raise UserError(
-                f"nominationWrites {self.write_mode}: {why_not} ({self.versions.describe()})"
+                f"nominationWrites {write_mode}: {why_not} ({self.versions.describe()})"
             )
+        return bins, man
+
+    def up(self) -> Environment:
+        """Start everything; on any failure stop what was started and re-raise."""
+        bins, man = self.check()
+        self.write_mode = self.write_mode or kueue_install.default_write_mode(
+            man, self.versions.kubernetes_minor
+        )
         self.kueue_extra = kueue_install.deep_merge(
             self.kueue_extra, kueue_install.write_mode_config(self.write_mode)
         )
@@ -296,7 +305,10 @@ class LocalProvider:
 
     def twin(self, progress: Progress | None = None) -> LocalProvider:
         """Another provider for an environment of the same shape and settings (a run's
-        second environment, for the scenarios that run alone: `harness.orchestrate.run`)."""
+        second environment, for the scenarios that run alone: `harness.orchestrate.run`).
+        This one's inputs are checked first: bad input is said before a second environment
+        is announced, and once."""
+        self.check()
         return LocalProvider(
             self.versions,
             workers=self.worker_names,
