@@ -163,7 +163,7 @@ class Supervisor:
         TMPDIR is the run directory's unless `env` names one."""
         if name in self.procs and self.procs[name].alive():
             raise RuntimeError(f"process {name} is already running")
-        log = self.log_dir / f"{name}.log"
+        log = self.log_path(name)
         if not Path(argv[0]).exists():
             raise UserError(f"{name}: binary {argv[0]} not found: run `mkdc bins`")
         with open(log, "ab") as out:  # the child keeps its own descriptor
@@ -183,6 +183,10 @@ class Supervisor:
             self.procs[name] = managed
             self._save()
         return managed
+
+    def log_path(self, name: str) -> Path:
+        """Where process `name`'s output goes; each start of it appends."""
+        return self.log_dir / f"{name}.log"
 
     def check_alive(self, name: str) -> None:
         """UserError naming the process and its log when it has died."""

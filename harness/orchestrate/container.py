@@ -314,7 +314,7 @@ class ContainerRunner(DispatcherRunner):
         return box is not None and _state(box).get("Status") == "running"
 
     def _log(self, replica: int) -> Path:
-        return self.supervisor.log_dir / f"{self.process_name(replica)}.log"
+        return self.supervisor.log_path(self.process_name(replica))
 
     def save_logs(self) -> None:
         """Each container's output (every start of it) as the process's log would be."""
@@ -489,7 +489,7 @@ class PodRunner(DispatcherRunner):
                     if pod.metadata.name in self.saved:
                         continue
                     text = self.core.read_namespaced_pod_log(pod.metadata.name, self.namespace)
-                    log = self.supervisor.log_dir / f"{self.process_name(replica)}.log"
+                    log = self.supervisor.log_path(self.process_name(replica))
                     with log.open("a") as out:
                         out.write(f"--- pod {pod.metadata.name}\n{text}")
                     self.saved.add(pod.metadata.name)

@@ -103,7 +103,7 @@ class DispatcherRunner:
         its lines would be quoted as this one's exit cause and kept in this one's report.
         """
         for replica in range(self.run.replicas):
-            (self.supervisor.log_dir / f"{self.process_name(replica)}.log").unlink(missing_ok=True)
+            self.supervisor.log_path(self.process_name(replica)).unlink(missing_ok=True)
             self.start(replica)
         deadline = time.monotonic() + min(SETTLE_SECONDS, self.run.ready_timeout)
         while time.monotonic() < deadline:

@@ -169,9 +169,10 @@ class LocalProvider:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def check(self) -> tuple[dict[str, Path], toolchain.Manifests]:
-        """The binaries and manifests a bring-up needs, and the write mode they support;
-        UserError saying what is missing or wrong. Nothing is started or written."""
+    def check(self) -> tuple[dict[str, Path], toolchain.Manifests, str]:
+        """The binaries and manifests a bring-up needs, and the write mode it uses (the
+        profile's, or the versions' default) where they support it; UserError saying what
+        is missing or wrong. Nothing is started or written."""
         bins = self._binaries()
         man = toolchain.manifests(self.versions)
         write_mode = self.write_mode or kueue_install.default_write_mode(
@@ -184,14 +185,11 @@ class LocalProvider:
             raise UserError(
                 f"nominationWrites {write_mode}: {why_not} ({self.versions.describe()})"
             )
-        return bins, man
+        return bins, man, write_mode
 
     def up(self) -> Environment:
         """Start everything; on any failure stop what was started and re-raise."""
-        bins, man = self.check()
-        self.write_mode = self.write_mode or kueue_install.default_write_mode(
-            man, self.versions.kubernetes_minor
-        )
+        bins, man, self.write_mode = self.check()
         self.kueue_extra = kueue_install.deep_merge(
             self.kueue_extra, kueue_install.write_mode_config(self.write_mode)
         )
