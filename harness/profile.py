@@ -128,6 +128,8 @@ class RunSpec:
     rbac: Rbac = field(default_factory=Rbac)
     # a Go main module the harness builds (cached per source) before the run: {binary}
     go_build: Path | None = None
+    # the binary built from go_build for this run: the source may be edited while it runs
+    built: Path | None = None
     # a container image to run instead of a host process; `command` then holds the
     # container's arguments (`spec.run.args` in the profile)
     image: str | None = None
@@ -214,7 +216,7 @@ class Profile:
             values["binary"] = (
                 IMAGE_BINARY
                 if self.run.image is not None
-                else str(toolchain.go_module_binary(self.run.go_build))
+                else str(self.run.built or toolchain.go_module_binary(self.run.go_build))
             )
         return values
 

@@ -6,6 +6,7 @@ import copy
 import os
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -451,6 +452,9 @@ def test_go_build_fills_binary_with_the_cached_build_of_this_source(
     assert toolchain.go_module_binary(module.resolve()) == binary  # not a Go source
     (module / "main.go").write_text("package main\n\nfunc main() { println() }\n")
     assert toolchain.go_module_binary(module.resolve()) != binary  # an edit is a new build
+    # ... yet a run keeps the binary it built, whatever is edited while it runs
+    built = replace(profile, run=replace(profile.run, built=binary))
+    assert built.render_command("/kc")[0] == str(binary)
 
 
 def test_the_shown_command_keeps_per_replica_values_as_placeholders(tmp_path: Path) -> None:

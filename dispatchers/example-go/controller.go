@@ -56,7 +56,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	current := wl.Status.NominatedClusterNames
-	d := policy.Decide(r.Settings.Policy(), clusters, current, r.roundStart(wl.UID), time.Now())
+	d := policy.Decide(r.Settings.Policy(), clusters, current, r.roundStart(&wl), time.Now())
 	if !slices.Equal(d.Nominees, current) {
 		if err := r.nominate(ctx, &wl, d.Nominees); err != nil {
 			return ctrl.Result{}, err // a conflict means a newer version exists: retried
@@ -110,10 +110,29 @@ func pendingChecks(wl *kueue.Workload) []string {
 	return pending
 }
 
-func (r *WorkloadReconciler) roundStart(uid types.UID) time.Time {
+// roundStart is when the workload's current round began: remembered, or else read back from
+// the Workload, so a restarted replica or a newly elected leader continues the round rather
+// than giving the current nominees a new one.
+func (r *WorkloadReconciler) roundStart(wl *kueue.Workload) time.Time {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rounds[uid]
+	start, ok := r.rounds[wl.UID]
+	r.mu.Unlock()
+	if ok {
+		return start
+	}
+	return lastNominated(wl, r.Settings.FieldManager)
+}
+
+// lastNominated is when fieldManager last changed the workload's status (only the nominations
+// are its own), or zero. managedFields keep whole seconds: the time is rounded up, since a
+// round start read too early would end the round before its time.
+func lastNominated(wl *kueue.Workload, fieldManager string) time.Time {
+	for _, entry := range wl.ManagedFields {
+		if entry.Manager == fieldManager && entry.Subresource == "status" && entry.Time != nil {
+			return entry.Time.Add(time.Second)
+		}
+	}
+	return time.Time{}
 }
 
 func (r *WorkloadReconciler) setRoundStart(uid types.UID, start time.Time) {

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,7 +185,8 @@ def _build(p: Plan) -> None:
     if run is not None and run.image is not None:
         p.image = container.prepare(p.profile, p.opts.provider, log)
     elif run is not None and run.go_build is not None:
-        toolchain.build_go_module(run.go_build, log)
+        built = toolchain.build_go_module(run.go_build, log)
+        p.profile = replace(p.profile, run=replace(run, built=built))
 
 
 def run(opts: Options) -> int:
