@@ -3,6 +3,10 @@ tests, so none of them waits for a steal and none ends the run alone."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+from tests.e2e.conftest import SECONDS as E2E_SECONDS
 from tests.schedule import deal, slices
 
 SECONDS = {"a": 130.0, "b": 126.0, "c": 119.0, "d": 100.0, "e": 79.0, "f": 45.0}
@@ -32,3 +36,15 @@ def test_a_slice_holds_no_more_than_worksteal_gives_it() -> None:
     assert deal(["a", "b", "c", "u"], 2, SECONDS.get) == ["a", "u", "b", "c"]
     # slices of 1, 1 and 2: d goes to c's, the only one with room left
     assert deal(["a", "b", "c", "d"], 3, SECONDS.get) == ["a", "b", "c", "d"]
+
+
+def test_the_e2e_order_names_only_tests_that_exist() -> None:
+    """A renamed e2e test falls back to the default estimate and unbalances the slices."""
+    e2e = Path(__file__).parent / "e2e"
+    names = {
+        node.name
+        for path in e2e.glob("test_*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+    }
+    assert set(E2E_SECONDS) <= names, set(E2E_SECONDS) - names

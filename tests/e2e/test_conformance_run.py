@@ -1,41 +1,15 @@
-"""`mkdc run` end to end: the reference dispatcher conforms, and the report verifies.
+"""`mkdc run` end to end on an environment shaped as a vendor's dispatcher assumes.
 
-This is the quick e2e subset of `make test`: the whole session (environment,
-dispatcher identity and process, recorder, scenarios in parallel, report), run as a
-user runs it, on checks whose scenarios take seconds with the reference's 10 s rounds.
+The reference's conformance run on the quick checks is in test_existing_provider.py (on
+clusters the run did not start, so it costs the suite no bring-up of its own), and a run on
+two environments in test_example_go.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.e2e.mkdc_cli import (
-    assert_conforms,
-    mkdc_run,
-    profile_variant,
-    report_of,
-    results_of,
-)
-
-QUICK = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07"
-# the dispatcher's restart runs alone: on a second environment, beside the quick checks
-ALONE = "EXT-11"
-# the fewest workers every scenario of these checks runs on (CORE-01's needs 3): each worker
-# more is an apiserver, Kueue and their CPU in a suite whose e2e tests share 2 cores
-WORKERS = "3"
-
-
-@pytest.mark.e2e
-def test_reference_conforms_on_the_quick_checks(selected_versions, tmp_path) -> None:
-    """With the dispatcher's restart on a second environment, beside them."""
-    report_dir = tmp_path / "report"
-    checks = f"{QUICK},{ALONE}"
-    proc = mkdc_run("reference", report_dir, "--checks", checks, "-n", "2", "--workers", WORKERS)
-    report = assert_conforms(proc, report_dir, checks)
-    assert (report_dir / "junit.xml").exists() and (report_dir / "report.html").exists()
-    assert report["environment"]["environments"] == 2
-    assert "second environment: environment ready" in proc.stderr
-
+from tests.e2e.mkdc_cli import mkdc_run, profile_variant, report_of, results_of
 
 SHAPE = {
     "workerClusterQueue": "gpu-cluster-queue",
