@@ -17,10 +17,9 @@ from tests.e2e.mkdc_cli import assert_conforms, mkdc_run, profile_variant
 
 REFERENCE = "mkdc.example/reference"
 OTHER = "example.com/other"
-# the quick checks (scenarios of seconds with the reference's 10 s rounds) and the
-# dispatcher's restart, which runs alone after them: the e2e tests' conformance run of the
-# reference on the 2 cores they share, with no environment of its own
-CHECKS = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07,EXT-11"
+# the quick checks (scenarios of seconds with the reference's 10 s rounds): the e2e tests'
+# conformance run of the reference, with no environment of its own
+CHECKS = "CORE-01,CORE-03,CORE-04,CORE-07,EXT-05,EXT-06,EXT-07"
 VENDOR_NAMES = ["east-cluster", "west-cluster", "gpu-reserved-cluster"]
 
 
