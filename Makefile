@@ -29,9 +29,10 @@ system-e2e:
 system-test:
 	@scripts/setup --for test
 
-# uv installs into the venv what pip takes about 35 s for in 8 (measured on a clean
-# checkout: docs/benchmarks.md)
-UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+# uv installs into the venv in seconds what pip takes half a minute for (docs/benchmarks.md),
+# compiled to bytecode as pip does: else every process of the first test run compiles the
+# modules it imports (the Kubernetes client's thousands) until one has written them
+UV := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
 $(VENV)/.installed: pyproject.toml | system-e2e
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet uv
