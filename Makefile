@@ -29,9 +29,9 @@ system-e2e:
 system-test:
 	@scripts/setup --for test
 
-# uv installs into the venv in seconds what pip takes half a minute for (docs/benchmarks.md),
-# compiled to bytecode as pip does: else every process of the first test run compiles the
-# modules it imports (the Kubernetes client's thousands) until one has written them
+# uv installs the venv several times faster than pip (docs/benchmarks.md), compiled to
+# bytecode as pip does: else every process of the first test run compiles the modules it
+# imports (the Kubernetes client's thousands) until one has written them
 UV := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
 $(VENV)/.installed: pyproject.toml | system-e2e
 	$(PYTHON) -m venv $(VENV)
@@ -53,9 +53,9 @@ kind-bins: setup
 doctor: setup
 	$(MKDC) doctor
 
-# mypy's cache beside the binaries, not in the checkout: a clean checkout (as CI's) checks
-# in under a second what takes it 13 s cold; a changed file is still checked again (mypy
-# compares each file's hash)
+# mypy's cache beside the binaries, not in the checkout, so a clean checkout (as CI's) is not
+# checked cold (docs/benchmarks.md); a changed file is still checked again (mypy compares
+# each file's hash)
 MYPY_CACHE := $${MKDC_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/mkdc}/mypy
 lint: setup-dev
 	$(BIN)/ruff check .

@@ -611,6 +611,7 @@ CASES = [
         "round reset",
         "t=17.5s",
         "t=15.5s",
+        "back taken as its relaunch",
     ),
     fail(
         "EXT-11",

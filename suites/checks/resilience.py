@@ -99,7 +99,13 @@ def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     measured: dict[str, Any] = {"downtimeSeconds": back.t - kill.t}
     if back is not restart:
         measured["startupSeconds"] = back.t - restart.t
-    return _round_survives(tl, b, kill.t, back.t, "dispatcher", measured)
+    verdict = _round_survives(tl, b, kill.t, back.t, "dispatcher", measured)
+    if back is restart and not (verdict.passed or verdict.inconclusive):
+        verdict.message += (
+            "; back taken as its relaunch: no audit log here shows its first list of Workloads,"
+            " so its start-up was not allowed for (on a local environment it is)"
+        )
+    return verdict
 
 
 @check(
