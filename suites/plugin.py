@@ -55,5 +55,9 @@ class ConformanceSuite:
         found = self._deciders.get(check_id)
         return any(d.alone for d in found) if found else None
 
+    def shared_scenarios(self, check_ids: Iterable[str]) -> int:
+        """How many scenarios that share the environment decide any of `check_ids`."""
+        return len({d for c in check_ids for d in self._deciders.get(c, []) if not d.alone})
+
 
 suite = ConformanceSuite()

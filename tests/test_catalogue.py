@@ -195,3 +195,13 @@ def test_the_suite_says_which_checks_run_alone() -> None:
     assert alone == {"CORE-09", "EXT-11", "EXT-12", "EXT-13", "EXT-14"}
     # judged on every timeline only (CORE-01 also has a scenario of its own)
     assert {c for c in suite.catalogue if suite.runs_alone(c) is None} == {"CORE-02", "CORE-05"}
+
+
+def test_the_suite_counts_the_scenarios_that_share_the_environment() -> None:
+    """What `mkdc run` starts test processes for: no more than the selection's shared scenarios."""
+    suite = load_suite()
+    assert suite.shared_scenarios(["CORE-08"]) == 1
+    assert suite.shared_scenarios(["CORE-08", "EXT-11", "EXT-12"]) == 1  # those two run alone
+    assert suite.shared_scenarios(["CORE-02", "CORE-05"]) == 0  # every timeline's, none their own
+    everything = suite.shared_scenarios(suite.catalogue)
+    assert everything > suite.shared_scenarios(["CORE-03", "CORE-04"]) >= 2

@@ -405,9 +405,11 @@ def _fresh_report_dir(report_dir: Path, env: Environment) -> dict[str, float]:
     return last_run
 
 
-def _parallelism(p: Plan) -> int:
+def _parallelism(p: Plan, selected: Sequence[str]) -> int:
     """How many scenarios run at once: one where the profile's shape has them share a
-    fixed worker ClusterQueue or the environment's clusters."""
+    fixed worker ClusterQueue or the environment's clusters, and no more than the
+    selected checks have scenarios to share the environment (each test process more is
+    an interpreter to start for nothing)."""
     parallel, environment = p.opts.parallel, p.profile.environment
     if environment.worker_cluster_queue and parallel > 1:
         log(f"workerClusterQueue {environment.worker_cluster_queue}: one at a time")
@@ -415,7 +417,8 @@ def _parallelism(p: Plan) -> int:
     if environment.cluster_scope == SHARED and parallel > 1:
         log("clusterScope shared: scenarios take turns on the environment's clusters")
         return 1
-    return parallel
+    shared = load_suite().shared_scenarios(selected)
+    return min(parallel, shared) if shared else parallel
 
 
 def _run_suite(
@@ -432,10 +435,10 @@ def _run_suite(
     interrupted them ("" when none did), the faults injected (None: none asked) and why
     any could not be."""
     pytest_log = p.report_dir / progress.LOG_FILE
-    parallel = _parallelism(p)
+    selected = [c for c in load_suite().catalogue if session.selects(c)]
+    parallel = _parallelism(p, selected)
     beside = "; those that run alone beside them, on the second" if aside_file else ""
     log(f"running the suite for profile {p.profile.name} ({parallel} parallel{beside})")
-    selected = [c for c in load_suite().catalogue if session.selects(c)]
     reporter.emit(
         progress.RUN_START,
         profile=p.profile.name,

@@ -98,10 +98,11 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
     # directory it finds in its own, which is the point, but not of this test
     own_tmp = Path(tempfile.mkdtemp(prefix="mkdc-k-"))
     env = {**os.environ, "TMPDIR": str(own_tmp)}
-    # any scenario under way will do: CORE-08's runs on one worker, the smallest environment
-    run = mkdc_start(
-        "reference", report_dir, "--checks", "CORE-08", "--workers", "1", output=output, env=env
-    )
+    # any scenarios under way will do, two of them so that pytest runs them in its xdist
+    # workers (a run starts no more than it has scenarios side by side): CORE-08's and
+    # EXT-01's run on one worker, the smallest environment
+    checks = ("--checks", "CORE-08,EXT-01", "--workers", "1")
+    run = mkdc_start("reference", report_dir, *checks, output=output, env=env)
     try:
         scenario_started(report_dir, run, output)
         time.sleep(3)  # under way: the recorder watching, the dispatcher nominating
@@ -136,7 +137,7 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
         events = [
             json.loads(x) for x in (report_dir / progress.PUBLIC_FILE).read_text().splitlines()
         ]
-        assert events[0]["event"] == progress.RUN_START and events[0]["total"] == 1
+        assert events[0]["event"] == progress.RUN_START and events[0]["total"] == 2
     finally:
         run.kill()
         run.wait()
