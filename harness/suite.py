@@ -53,7 +53,7 @@ class Suite(Protocol):
     def timeouts(self, claims: Mapping[str, Any], slacks: Mapping[str, str] | None) -> dict: ...
     def decided_by(self, check_id: str) -> str: ...  # where a reader finds the scenario
     def runs_alone(self, check_id: str) -> bool | None: ...  # None: no scenario of its own
-    def shared_scenarios(self, check_ids: Iterable[str]) -> int: ...  # the others, deciding them
+    def shared_scenarios(self, check_ids: Iterable[str]) -> int: ...  # deciding them, not alone
 
 
 def catalogue(name: str = DEFAULT_SUITE) -> dict[str, tuple[str, str | None]]:
