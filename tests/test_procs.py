@@ -233,10 +233,13 @@ def test_processes_started_from_many_threads_are_all_recorded(tmp_path, monkeypa
 
     monkeypatch.setattr(procs, "spawn", lambda *a, **k: Started())
     sup = procs.Supervisor(tmp_path)
+    # enough starts that saving without the lock fails (tried: each save writes them all,
+    # so more only cost time)
+    starts = 1000
     with ThreadPoolExecutor(max_workers=32) as pool:
-        list(pool.map(lambda i: sup.start(f"p{i}", ["/bin/true"]), range(3000)))
+        list(pool.map(lambda i: sup.start(f"p{i}", ["/bin/true"]), range(starts)))
     recorded = json.loads((tmp_path / procs.STATE_FILE).read_text())
-    assert set(recorded) == {f"p{i}" for i in range(3000)}
+    assert set(recorded) == {f"p{i}" for i in range(starts)}
 
 
 def test_only_a_workers_processes_run_go_on_one_thread():
