@@ -56,11 +56,11 @@ doctor: setup
 # mypy's cache beside the binaries, not in the checkout, so a clean checkout (as CI's) is not
 # checked cold (docs/benchmarks.md); a changed file is still checked again (mypy compares
 # each file's hash)
-MYPY_CACHE := $${MKDC_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/mkdc}/mypy
+CACHE_DIR = $$($(BIN)/python -c 'from harness.cluster.toolchain import cache_dir; print(cache_dir())')
 lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	MYPY_CACHE_DIR=$(MYPY_CACHE) $(BIN)/mypy
+	MYPY_CACHE_DIR=$(CACHE_DIR)/mypy $(BIN)/mypy
 	@test -z "$$(gofmt -l $(GO_EXAMPLE))" || { gofmt -l $(GO_EXAMPLE); echo "gofmt: run gofmt -w $(GO_EXAMPLE)"; exit 1; }
 	cd $(GO_EXAMPLE) && go vet $(GO_BUILD_FLAGS) ./...
 

@@ -1040,3 +1040,11 @@ def test_run_check_scenario_scope_sees_everything() -> None:
     story = Story("ns/a").write(1, "mkdc", workload="ns/plain")
     bounds = B.with_scenario(foreign_workloads=frozenset({"ns/plain"}))
     assert not run_check(CATALOGUE["CORE-08"], story.timeline(), bounds).passed
+
+
+def test_ext11_says_the_start_up_was_not_allowed_for_only_where_no_read_was_seen() -> None:
+    """With the restarted dispatcher's first list in the audit log, its start-up is allowed
+    for, and the message says nothing of a relaunch."""
+    [seen] = [c for c in CASES if c.id == "EXT-11-fail-reset-after-a-slow-start"]
+    verdict = CATALOGUE["EXT-11"].evaluate(seen.story.timeline(), seen.bounds)
+    assert not verdict.passed and "relaunch" not in verdict.message, verdict.message

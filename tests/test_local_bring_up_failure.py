@@ -55,3 +55,23 @@ def test_a_component_that_dies_at_start_leaves_its_log_where_the_error_says(
         assert "cannot listen" in kept.read_text()
     finally:
         shutil.rmtree(kept.parent)
+
+
+def test_a_provider_and_its_twin_look_their_inputs_up_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`twin()` checks the inputs before a second environment is announced; neither bring-up
+    looks them up again."""
+    looked_up: list[str] = []
+
+    def binaries(_self: LocalProvider) -> dict[str, Path]:
+        looked_up.append("binaries")
+        return {}
+
+    monkeypatch.setattr(LocalProvider, "_binaries", binaries)
+    monkeypatch.setattr(toolchain, "manifests", lambda _v: object())
+    monkeypatch.setattr(local.kueue_install, "write_mode_supported", lambda *_a: None)
+    provider = LocalProvider(versions.select(), workers=1, write_mode="merge-patch")
+    twin = provider.twin()
+    assert provider.check() == twin.check() == ({}, provider.check()[1], "merge-patch")
+    assert looked_up == ["binaries"]

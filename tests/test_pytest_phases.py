@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import procs
+from harness.cluster import procs, versions
 from harness.orchestrate import run
+from harness.orchestrate.options import Options
+from harness.profile import load_profile
 
 
 def lanes_of(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, aside: Path | None = None):
@@ -56,3 +58,22 @@ def test_with_a_second_environment_its_alone_phase_runs_from_the_start(monkeypat
     assert shared.env is not None and shared.env[run.SESSION_ENV].endswith("a/session.json")
     assert alone_there.env is not None and alone_there.env[run.SESSION_ENV] == str(aside)
     assert alone_there.env["TMPDIR"].startswith(str(tmp_path / "b"))
+
+
+def test_no_more_run_at_once_than_the_checks_have_scenarios_to_run_beside_each_other() -> None:
+    """Each scenario run at once is an xdist worker: a one-scenario run starts none."""
+
+    def parallel(n: int, checks: list[str]) -> int:
+        plan = run.Plan(
+            Options(profile="reference", parallel=n),
+            load_profile("reference"),
+            versions.select(None, None),
+            Path("r"),
+            None,
+        )
+        return run._parallelism(plan, checks)
+
+    assert parallel(2, ["CORE-08"]) == 1
+    assert parallel(2, ["CORE-08", "EXT-11", "EXT-12"]) == 1  # the other two run alone
+    assert parallel(2, ["CORE-03", "CORE-04"]) == 2
+    assert parallel(3, ["CORE-02"]) == 3  # judged on every timeline: no scenario to count

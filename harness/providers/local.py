@@ -166,13 +166,19 @@ class LocalProvider:
         self.argv: dict[str, list[str]] = {}
         self.env: dict[str, dict[str, str]] = {}
         self.etcd_port = 0
+        self._checked: tuple[dict[str, Path], toolchain.Manifests, str] | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
     def check(self) -> tuple[dict[str, Path], toolchain.Manifests, str]:
         """The binaries and manifests a bring-up needs, and the write mode it uses (the
         profile's, or the versions' default) where they support it; UserError saying what
-        is missing or wrong. Nothing is started or written."""
+        is missing or wrong. Nothing is started or written; looked up once."""
+        if self._checked is None:
+            self._checked = self._inputs()
+        return self._checked
+
+    def _inputs(self) -> tuple[dict[str, Path], toolchain.Manifests, str]:
         bins = self._binaries()
         man = toolchain.manifests(self.versions)
         write_mode = self.write_mode or kueue_install.default_write_mode(
@@ -304,10 +310,10 @@ class LocalProvider:
     def twin(self, progress: Progress | None = None) -> LocalProvider:
         """Another provider for an environment of the same shape and settings (a run's
         second environment, for the scenarios that run alone: `harness.orchestrate.run`).
-        This one's inputs are checked first: bad input is said before a second environment
-        is announced, and once."""
-        self.check()
-        return LocalProvider(
+        This one's inputs are checked first, and handed over: bad input is said before a
+        second environment is announced, and once."""
+        checked = self.check()
+        twin = LocalProvider(
             self.versions,
             workers=self.worker_names,
             secret_pattern=self.secret_pattern,
@@ -319,6 +325,8 @@ class LocalProvider:
             node_capacity=self.node_capacity,
             progress=progress or self.progress,
         )
+        twin._checked = checked  # the same versions and write mode
+        return twin
 
     def hand_over(self, dispatcher_name: str | None, env: Environment) -> None:
         """Ready the environment for the next run: every process a scenario left stopped
