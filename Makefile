@@ -74,7 +74,7 @@ unit: setup-dev
 # planes run in Docker's cgroup, which the kernel weighs as one task against each of the
 # local runs' processes: at equal priority they starved it into TLS handshake timeouts, so
 # the local runs go at a lower priority (LOCAL_NICE); they take what kind leaves idle.
-TEST_JOBS ?= 3
+TEST_JOBS ?= 4
 LOCAL_NICE ?= 10
 KIND_SMOKE := tests/e2e/test_kind_smoke.py
 test: system-test kind-bins lint

@@ -12,6 +12,7 @@ import yaml
 from harness.orchestrate import runplan
 from harness.orchestrate.options import Options
 from harness.orchestrate.run import exit_status, plan
+from harness.profile import PROFILES_DIR
 from tests.bad_input import expect_one_line, forbid_side_effects, run_cli
 from tests.bad_input import sandbox as make_sandbox
 
@@ -67,6 +68,23 @@ def test_external_dispatchers_share_an_environment_and_built_ins_get_their_own(
     assert key("reference", inject=("kill-worker-apiserver",)) is None  # faults: alone
     existing = ("manager=/k", "worker1=/k")
     assert key("reference", provider="existing", clusters=existing) is None
+
+
+def test_runs_in_a_shared_cluster_scope_share_an_environment_only_with_each_other(
+    tmp_path: Path,
+) -> None:
+    """The shared scope's config and queue stay for the next run: one that makes its own
+    queues per scenario needs an environment without them."""
+
+    def key(name: str, scope: str) -> object:
+        doc = yaml.safe_load((PROFILES_DIR / "reference.yaml").read_text())
+        doc["metadata"]["name"] = name
+        doc["spec"]["environment"] = {"clusterScope": scope}
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        return plan(Options(str(path), report_dir=tmp_path / name)).environment_key()
+
+    assert key("a", "shared") == key("b", "shared") != key("c", "per-scenario")
 
 
 def test_the_worst_exit_of_several_runs_and_an_interrupt_first() -> None:

@@ -128,7 +128,8 @@ class Plan:
 
     def environment_key(self) -> tuple[Any, ...] | None:
         """Runs whose keys are equal can share one environment (the local provider's;
-        the manager's Kueue is restarted for each other dispatcherName); None: never."""
+        the manager's Kueue is restarted for each other dispatcherName), the cluster scope's
+        objects too; None: never."""
         p = self.provider
         if getattr(p, "hand_over", None) is None or self.opts.inject:
             return None
@@ -139,6 +140,7 @@ class Plan:
             p.write_mode,
             json.dumps(p.kueue_extra, sort_keys=True),
             json.dumps(p.node_capacity, sort_keys=True),
+            self.profile.environment.cluster_scope,
         )
 
 
@@ -338,8 +340,9 @@ def judge(
     clusters); otherwise namespaces end as between two scenarios, in the background
     (Kubernetes' namespace controller waits 5 s before it starts on one). A run
     `handing_on` the environment to another keeps its cluster-scoped shared objects
-    (flavor, priority classes): deleted, they would linger behind the namespaces that use
-    them, and the next run would find them there and not make its own."""
+    (flavor, priority classes, and a shared cluster scope's config, check and queue):
+    deleted, they would linger behind what uses them, and the next run would find them
+    there, or make them again, only to see them go."""
     profile, opts, report_dir = p.profile, p.opts, p.report_dir
     with contextlib.ExitStack() as stack:
         last_run = _fresh_report_dir(report_dir, env)
@@ -348,8 +351,12 @@ def judge(
             claims = env.run_dir / slots.CLAIMS_DIR
             claims.mkdir(mode=0o700)
         run_id = inventory.new_run_id()
-        common = scenario.shared_documents(scenario.Shape.of(profile))
-        keep = [(d["kind"], d["metadata"]["name"]) for d in common] if handing_on else []
+        shape = scenario.Shape.of(profile)
+        common = scenario.shared_documents(shape)
+        kept = common
+        if profile.environment.cluster_scope == SHARED:
+            kept = [*common, *scenario.shared_scope_documents(env, shape)]
+        keep = [(d["kind"], d["metadata"]["name"]) for d in kept] if handing_on else []
         wait = not provider.discards_clusters
         stack.callback(lambda: _purge(env, run_id, wait=wait, keep=keep))
         _require_api_version(env, profile.environment.api_version)

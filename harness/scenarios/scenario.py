@@ -759,14 +759,11 @@ def shared_documents(shape: Shape) -> list[dict[str, Any]]:
     ]
 
 
-def create_shared_scope(env: Environment, shape: Shape, run_id: str) -> None:
+def shared_scope_documents(env: Environment, shape: Shape) -> list[dict[str, Any]]:
     """clusterScope shared: one MultiKueueConfig over the environment's own
-    MultiKueueClusters, in their order, behind one AdmissionCheck and manager ClusterQueue;
-    all Active before the dispatcher starts. Scenarios then only add namespaces, queues and
-    capacity, which a dispatcher that discovers clusters once at start does not need to see."""
-    names = [w.name for w in env.workers]
-    docs = [
-        multikueue.multikueue_config(SHARED_SCOPE, names),
+    MultiKueueClusters, in their order, behind one AdmissionCheck and manager ClusterQueue."""
+    return [
+        multikueue.multikueue_config(SHARED_SCOPE, [w.name for w in env.workers]),
         multikueue.multikueue_admission_check(SHARED_SCOPE, SHARED_SCOPE),
         multikueue.cluster_queue(
             SHARED_SCOPE,
@@ -775,8 +772,15 @@ def create_shared_scope(env: Environment, shape: Shape, run_id: str) -> None:
             admission_checks=[SHARED_SCOPE],
         ),
     ]
-    for doc in docs:
+
+
+def create_shared_scope(env: Environment, shape: Shape, run_id: str) -> None:
+    """The shared scope's objects (`shared_scope_documents`), all Active before the
+    dispatcher starts. Scenarios then only add namespaces, queues and capacity, which a
+    dispatcher that discovers clusters once at start does not need to see."""
+    for doc in shared_scope_documents(env, shape):
         kube.apply(env.manager.dyn, inventory.label(doc, run_id))
+    names = [w.name for w in env.workers]
     timeout = multikueue.active_timeout(len(names), floor=90.0)
     multikueue.wait_active(env.manager, names, [SHARED_SCOPE], timeout=timeout)
 

@@ -2,7 +2,7 @@
 
 The reference's conformance run on the quick checks is in test_existing_provider.py (on
 clusters the run did not start, so it costs the suite no bring-up of its own), and a run on
-two environments in test_example_go.py. The restart check (EXT-11) is judged here, on a
+two environments, killed, in test_killed_run.py. The restart check (EXT-11) is judged here, on a
 local environment: there the harness knows when a restarted dispatcher is back (it reads
 Workloads again, in the manager's audit log), on existing clusters only when it was started.
 """

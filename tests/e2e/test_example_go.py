@@ -32,12 +32,16 @@ SLACK = "placement_slack=15s"
 def test_the_go_example_from_its_deploy_folder_conforms_with_two_replicas(
     selected_versions, tmp_path
 ) -> None:
-    """Started from dispatchers/example-go/deploy/ (no run.command): two replicas in each of
-    the run's two environments, every one listening on :8080 and :8081 on a network of its
-    own; EXT-12 (leader failover) runs on the second environment."""
+    """Started from dispatchers/example-go/deploy/ (no run.command): two replicas, each
+    listening on :8080 and :8081 on a network of its own. EXT-12 (leader failover) runs
+    after the others on the same environment: a second one would cost make test four
+    clusters, and the killed-run test brings up two."""
     report_dir = tmp_path / "report"
     checks = f"{CORE_SUBSET},EXT-12"
-    proc = mkdc_run("example-go-deploy-ha", report_dir, "--checks", checks, "--workers", "3")
+    one_environment = ("--environments", "1")
+    proc = mkdc_run(
+        "example-go-deploy-ha", report_dir, "--checks", checks, "--workers", "3", *one_environment
+    )
     assert_conforms(proc, report_dir, checks)
     assert "example-go: built into" in proc.stderr or "example-go: cached in" in proc.stderr
     assert "each replica on a network of its own (2 replica(s))" in proc.stderr
@@ -47,7 +51,6 @@ def test_the_go_example_from_its_deploy_folder_conforms_with_two_replicas(
     )
     assert "manifests: not applied here: container manager: livenessProbe" in proc.stderr
     environment = report_of(report_dir)["environment"]
-    assert environment["environments"] == 2, environment
     assert environment["dispatcherRun"] == "deploy folder (Deployment example-dispatcher)"
     assert environment["replicaNetwork"] == "one of its own per replica (pasta)"
     assert environment["notApplied"] == [

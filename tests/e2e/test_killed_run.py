@@ -1,10 +1,12 @@
 """`mkdc run` killed outright leaves nothing running, and `mkdc down` removes what it
 left on disk.
 
-A run killed with SIGKILL cannot clean up after itself: everything it started (the
-clusters, the dispatcher, pytest and its xdist workers) must die with it through
-parent-death signals, the ports they listened on must close, and its run directory (CA
-key, kubeconfigs) stays until the next `mkdc down` (or `mkdc run`, `mkdc up`) removes it.
+A run killed with SIGKILL cannot clean up after itself: everything it started (both
+environments' clusters, the dispatcher, the pytest of each and the xdist workers) must die
+with it through parent-death signals, the ports they listened on must close, and its run
+directories (CA keys, kubeconfigs) stay until the next `mkdc down` (or `mkdc run`,
+`mkdc up`) removes them. The run has the shape `make e2e`'s has, a second environment for
+the scenario that runs alone: the only run of that shape in the test suite.
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def scenario_started(report_dir: Path, run: subprocess.Popen[bytes], output: Pat
     pytest.fail(f"no scenario started in 300s: {output.read_text()[-3000:]}")
 
 
-def run_dir_of(output: Path) -> Path:
-    """The run directory `mkdc run` announced ("environment ready in ...: DIR")."""
-    [line] = [x for x in output.read_text().splitlines() if "environment ready in" in x]
-    return Path(line.rsplit(": ", 1)[1])
+def run_dirs_of(output: Path) -> list[Path]:
+    """The run directories `mkdc run` announced ("environment ready in ...: DIR")."""
+    lines = [x for x in output.read_text().splitlines() if "environment ready in" in x]
+    return [Path(line.rsplit(": ", 1)[1]) for line in lines]
 
 
 def listening(procs: list[psutil.Process]) -> set[int]:
@@ -58,11 +60,11 @@ def listening(procs: list[psutil.Process]) -> set[int]:
     return ports
 
 
-def left_over(tree: list[psutil.Process], run_dir: Path, ports: set[int]) -> dict[str, list]:
-    """What of the run is still there: processes (of its tree, or naming its directory),
+def left_over(tree: list[psutil.Process], run_dirs: list[Path], ports: set[int]) -> dict[str, list]:
+    """What of the run is still there: processes (of its tree, or naming its directories),
     and ports still listening."""
     alive = [p for p in tree if _live(p)]
-    users = [p for p in rundir.using(run_dir) if _live(p)]
+    users = [p for d in run_dirs for p in rundir.using(d) if _live(p)]
     still = {
         c.laddr.port
         for c in psutil.net_connections(kind="inet")
@@ -100,29 +102,33 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
     env = {**os.environ, "TMPDIR": str(own_tmp)}
     # any scenarios under way will do, two of them so that pytest runs them in its xdist
     # workers (a run starts no more than it has scenarios side by side): CORE-08's and
-    # EXT-01's run on one worker, the smallest environment
-    checks = ("--checks", "CORE-08,EXT-01", "--workers", "1")
+    # EXT-01's run on one worker, the smallest environment; the burst (CORE-09) runs alone,
+    # on a second environment, as in `make e2e`
+    checks = ("--checks", "CORE-08,EXT-01,CORE-09", "--workers", "1", "--environments", "2")
     run = mkdc_start("reference", report_dir, *checks, output=output, env=env)
     try:
         scenario_started(report_dir, run, output)
         time.sleep(3)  # under way: the recorder watching, the dispatcher nominating
-        run_dir = run_dir_of(output)
+        run_dirs = run_dirs_of(output)
+        assert len(run_dirs) == 2, output.read_text()[-3000:]
         tree = [psutil.Process(run.pid), *psutil.Process(run.pid).children(recursive=True)]
-        names = {p.name() for p in tree}
-        assert {"etcd", "kube-apiserver", "kueue"} <= names, names
-        [pytest_controller] = [p for p in tree if "pytest" in _cmdline(p)[1:3]]
-        assert len(pytest_controller.children()) == 2  # its xdist workers (-n 2)
+        names = [p.name() for p in tree]
+        assert names.count("kube-apiserver") == 4, names  # two environments of 1+1
+        assert {"etcd", "kueue"} <= set(names), names
+        controllers = [p for p in tree if "pytest" in _cmdline(p)[1:3]]
+        # the first environment's, with its xdist workers (-n 2); the second's, if started
+        assert sorted(len(c.children()) for c in controllers)[-1] == 2, controllers
         ports = listening(tree)
         assert ports, "the run listened on no port"
         run.send_signal(signal.SIGKILL)
         run.wait()
         deadline = time.monotonic() + SETTLE
-        while (left := left_over(tree, run_dir, ports)) != {"processes": [], "ports": []}:
+        while (left := left_over(tree, run_dirs, ports)) != {"processes": [], "ports": []}:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         assert left == {"processes": [], "ports": []}
-        assert run_dir.exists()  # nothing of the run could remove it
+        assert all(d.exists() for d in run_dirs)  # nothing of the run could remove them
         down = subprocess.run(
             [sys.executable, "-m", "harness.cli", "down"],
             env={**env, "MKDC_CACHE_DIR": str(tmp_path / "cache")},  # no `mkdc up` here
@@ -132,12 +138,13 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
             check=False,
         )
         assert down.returncode == 0, down.stderr
-        assert not run_dir.exists()
-        assert f"removed left-over run directory {run_dir}" in down.stderr, down.stderr
+        for run_dir in run_dirs:
+            assert not run_dir.exists()
+            assert f"removed left-over run directory {run_dir}" in down.stderr, down.stderr
         events = [
             json.loads(x) for x in (report_dir / progress.PUBLIC_FILE).read_text().splitlines()
         ]
-        assert events[0]["event"] == progress.RUN_START and events[0]["total"] == 2
+        assert events[0]["event"] == progress.RUN_START and events[0]["total"] == 3
     finally:
         run.kill()
         run.wait()

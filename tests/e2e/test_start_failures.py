@@ -1,5 +1,6 @@
-"""Dispatchers that fail at start, each in a way vendors' do, and one that starts once it
-is given what it lacked. One plan on one environment: each failure ends only its own run.
+"""Dispatchers that fail at start, each in a way vendors' do, and ones that start once
+they are given what they lacked. One plan on one environment: each failure ends only its
+own run.
 
 - A Go dispatcher that panics: the one line on the console quotes the log line that says
   why, not the last frame of a stack trace.
@@ -10,12 +11,21 @@ is given what it lacked. One plan on one environment: each failure ends only its
   `bin/python` (a symlink to an interpreter that lacks its packages). Without `run.rbac` it
   exits at start: the run is an error whose report keeps its log; with it, it is judged
   like any other.
+- A dispatcher that needs objects before it starts, run from a profile alone: a ConfigMap
+  of prices made by `spec.run.objects`, and worker Secrets named by its own rule through a
+  `workerKubeconfigSecret` template. Without the objects it exits at start, and the
+  console says why; with them it is judged.
+
+Every run takes the last one's environment shape (its vendor's cluster name and Secret
+rule), so that the six share one bring-up.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -27,6 +37,33 @@ from tests.e2e.mkdc_cli import PROFILES, mkdc, profile_variant, report_of, resul
 PANICS = Path(__file__).parent / "vendor_like" / "panics"
 VENV_PYTHON = str(Path(sys.prefix) / "bin" / "python")
 READ_SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
+READ_PRICES = {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get"]}
+SECRET_RULE = "{cluster|trimSuffix:-cluster}-kc"
+VENDOR_ENVIRONMENT = {
+    "clusters": ["east-cluster"],
+    "clusterScope": "shared",
+    "workerKubeconfigSecret": SECRET_RULE,
+}
+PRICES = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: prices
+data:
+  prices.json: '{"east-cluster": 1.5}'
+"""
+
+Change = Callable[[dict[str, Any]], None]
+
+
+def variant(path: Path, change: Change, base: str = "reference") -> Path:
+    """`base` after `change`, on the vendor's environment shape."""
+
+    def on_the_vendors_environment(doc: dict[str, Any]) -> None:
+        change(doc)
+        doc["spec"]["environment"] = dict(VENDOR_ENVIRONMENT)
+
+    return profile_variant(path, on_the_vendors_environment, base=base)
 
 
 def panicking_go(tmp_path: Path) -> Path:
@@ -34,7 +71,7 @@ def panicking_go(tmp_path: Path) -> Path:
         doc["metadata"]["name"] = "panics"
         doc["spec"]["run"].update(goBuild=str(PANICS), command=["{binary}"], env={})
 
-    return profile_variant(tmp_path / "panics.yaml", panics, base="example-go")
+    return variant(tmp_path / "panics.yaml", panics, base="example-go")
 
 
 def fixed_ports_on_the_host(tmp_path: Path) -> Path:
@@ -49,21 +86,39 @@ def fixed_ports_on_the_host(tmp_path: Path) -> Path:
         doc["spec"]["run"].update(replicas=2, hostNetwork=True)
         doc["spec"]["run"]["env"]["DISPATCHER_CONFIG"] = str(tmp_path / "settings.yaml")
 
-    return profile_variant(tmp_path / "host-network.yaml", on_the_host, base="example-go")
+    return variant(tmp_path / "host-network.yaml", on_the_host, base="example-go")
 
 
-def secret_reader_profile(tmp_path: Path, rbac: dict | None) -> Path:
-    def secret_reader(doc: dict) -> None:
+def in_cluster_only(doc: dict, module: str) -> None:
+    """The reference's command, run as `module` by the virtualenv's interpreter, by path (a
+    symlink whose target lacks the packages)."""
+    command = doc["spec"]["run"]["command"]
+    assert "--kubeconfig" not in command  # in-cluster config only
+    doc["spec"]["run"]["command"] = [VENV_PYTHON, "-m", module, *command[3:]]
+
+
+def secret_reader(tmp_path: Path, rbac: dict | None) -> Path:
+    def reads_secrets(doc: dict) -> None:
         doc["metadata"]["name"] = "secret-reader"
-        command = doc["spec"]["run"]["command"]
-        assert "--kubeconfig" not in command  # in-cluster config only
-        # its own virtualenv's interpreter, by path: a symlink whose target lacks the packages
-        doc["spec"]["run"]["command"] = [VENV_PYTHON, "-m", "tests.e2e.vendor_like.secret_reader"]
-        doc["spec"]["run"]["command"] += command[3:]
+        in_cluster_only(doc, "tests.e2e.vendor_like.secret_reader")
         if rbac is not None:
             doc["spec"]["run"]["rbac"] = rbac
 
-    return profile_variant(tmp_path / "secret-reader.yaml", secret_reader)
+    return variant(tmp_path / "secret-reader.yaml", reads_secrets)
+
+
+def cost_aware(tmp_path: Path, with_objects: bool) -> Path:
+    (tmp_path / "deploy").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "deploy" / "prices.yaml").write_text(PRICES)
+
+    def vendor(doc: dict) -> None:
+        doc["metadata"]["name"] = "cost-aware"
+        in_cluster_only(doc, "tests.e2e.vendor_like.cost_aware")
+        doc["spec"]["run"]["rbac"] = {"namespaceRules": [READ_PRICES]}
+        if with_objects:
+            doc["spec"]["run"]["objects"] = {"manager": [str(tmp_path / "deploy")]}
+
+    return variant(tmp_path / "cost-aware.yaml", vendor)
 
 
 def run_dir(stderr: str) -> Path:
@@ -73,49 +128,55 @@ def run_dir(stderr: str) -> Path:
 
 
 @pytest.mark.e2e
-def test_each_start_failure_says_its_cause_and_the_privilege_it_lacked_lets_it_run(
+def test_each_start_failure_says_its_cause_and_what_it_lacked_lets_it_run(
     selected_versions, tmp_path: Path
 ) -> None:
-    without, with_it = tmp_path / "without", tmp_path / "with"
-    without.mkdir()
-    with_it.mkdir()
-    plan = [
-        {"profile": str(panicking_go(tmp_path)), "reportDir": str(tmp_path / "panics")},
-        {"profile": str(fixed_ports_on_the_host(tmp_path)), "reportDir": str(tmp_path / "host")},
-        {"profile": str(secret_reader_profile(without, None)), "reportDir": str(without / "r")},
-        {
-            "profile": str(secret_reader_profile(with_it, {"namespaceRules": [READ_SECRETS]})),
-            "reportDir": str(with_it / "r"),
-        },
+    dirs = {name: tmp_path / name for name in ("secrets", "with-secrets", "prices", "with-prices")}
+    for d in dirs.values():
+        d.mkdir()
+    profiles = [
+        panicking_go(tmp_path),
+        fixed_ports_on_the_host(tmp_path),
+        secret_reader(dirs["secrets"], None),
+        secret_reader(dirs["with-secrets"], {"namespaceRules": [READ_SECRETS]}),
+        cost_aware(dirs["prices"], False),
+        cost_aware(dirs["with-prices"], True),
     ]
+    plan = [{"profile": str(p), "reportDir": str(p.parent / f"r-{p.stem}")} for p in profiles]
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(plan))
     # CORE-08's scenario runs on one worker: the test is about the dispatchers' start
-    proc = mkdc(["run", "--plan", str(plan_file), "--checks", "CORE-08", "--workers", "1"])
+    proc = mkdc(["run", "--plan", str(plan_file), "--checks", "CORE-08"])
     assert proc.returncode == 2, proc.stderr[-3000:]  # the worst of the runs
     assert proc.stderr.count("environment ready in") == 1
     errors = [line for line in proc.stderr.splitlines() if "mkdc: error:" in line]
-    assert len(errors) == 3, proc.stderr[-3000:]
-    panicked, port_taken, no_secrets = errors
-
+    assert len(errors) == 4, proc.stderr[-3000:]
+    panicked, port_taken, no_secrets, no_prices = errors
     assert "at start: panic: prices ConfigMap not configured" in panicked, panicked
     assert "goroutine" not in panicked and "main.go" not in panicked, panicked
     assert "address already in use" in port_taken, port_taken
     assert "perhaps by another replica" in port_taken and "one replica" in port_taken
-
     # without the privilege: an error naming the dispatcher's log, kept in its report
-    log = without / "r" / "artifacts" / "logs" / "dispatcher-0.log"
+    without = dirs["secrets"] / "r-secret-reader"
+    log = without / "artifacts" / "logs" / "dispatcher-0.log"
     assert "exited with code 3 at start: cannot list Secrets in kueue-system: 403" in no_secrets
     assert str(log) in no_secrets, no_secrets
     assert "cannot list Secrets in kueue-system: 403" in log.read_text()
-    report = report_of(without / "r")
+    report = report_of(without)
     assert report["summary"]["result"] == "error" and "exited with code 3" in report["error"]
-    assert verify_report(without / "r" / "report.yaml", catalogue()) == []
-
+    assert verify_report(without / "report.yaml", catalogue()) == []
     # with it: judged like any other, on the same environment
-    report = report_of(with_it / "r")
-    assert results_of(report)["CORE-08"] == "passed"
+    with_it = dirs["with-secrets"] / "r-secret-reader"
+    report = report_of(with_it)
+    assert results_of(report)["CORE-08"] == "passed", proc.stderr[-3000:]
     assert report["privileges"] == ["get, list, watch secrets in kueue-system"]
     assert report["environment"]["dispatcherRun"] == "pod environment"
-    assert verify_report(with_it / "r" / "report.yaml", catalogue()) == []
+    assert verify_report(with_it / "report.yaml", catalogue()) == []
+    # without the objects: the console says which one it could not read; with them, judged
+    assert "at start: error: cannot read ConfigMap kueue-system/prices: 404" in no_prices
+    made = "made before the dispatcher starts: ConfigMap kueue-system/prices on manager"
+    assert made in proc.stderr
+    report = report_of(dirs["with-prices"] / "r-cost-aware")
+    assert results_of(report)["CORE-08"] == "passed", proc.stderr[-3000:]
+    assert report["environment"]["shape"]["workerKubeconfigSecret"] == SECRET_RULE
     assert not run_dir(proc.stderr).exists()  # nothing left behind (keys, kubeconfigs)
