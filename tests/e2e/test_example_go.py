@@ -38,10 +38,9 @@ def test_the_go_example_from_its_deploy_folder_conforms_with_two_replicas(
     clusters, and the killed-run test brings up two."""
     report_dir = tmp_path / "report"
     checks = f"{CORE_SUBSET},EXT-12"
-    one_environment = ("--environments", "1")
-    proc = mkdc_run(
-        "example-go-deploy-ha", report_dir, "--checks", checks, "--workers", "3", *one_environment
-    )
+    # one environment, three scenarios at a time (as in test_existing_provider.py)
+    args = ("--checks", checks, "--workers", "3", "--environments", "1", "-n", "3")
+    proc = mkdc_run("example-go-deploy-ha", report_dir, *args)
     assert_conforms(proc, report_dir, checks)
     assert "example-go: built into" in proc.stderr or "example-go: cached in" in proc.stderr
     assert "each replica on a network of its own (2 replica(s))" in proc.stderr

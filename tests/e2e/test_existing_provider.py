@@ -40,7 +40,9 @@ def test_suite_passes_on_existing_clusters_and_leaves_nothing(selected_versions,
         args = ["--provider", "existing", "--checks", CHECKS]
         args += ["--cluster", f"manager={env.manager.kubeconfig}", *clusters]
         report_dir = tmp_path / "r"
-        proc = mkdc_run("reference", report_dir, *args, "-n", "2")
+        # three scenarios at a time: they mostly wait out rounds, and this is one of the
+        # longest tests of make test
+        proc = mkdc_run("reference", report_dir, *args, "-n", "3")
         assert_conforms(proc, report_dir, CHECKS)
         assert (report_dir / "junit.xml").exists() and (report_dir / "report.html").exists()
         assert inventory.added(before, inventory.snapshot(env)) == {}
