@@ -61,6 +61,13 @@ def profile_variant(
     return path
 
 
+def run_dirs(output: str) -> list[Path]:
+    """The run directories `mkdc run` announced in its output ("environment ready in ...: DIR"),
+    the second environment's among them."""
+    lines = [line for line in output.splitlines() if "environment ready in" in line]
+    return [Path(line.rsplit(": ", 1)[1]) for line in lines]
+
+
 def report_of(report_dir: Path) -> dict[str, Any]:
     return yaml.safe_load((report_dir / "report.yaml").read_text())
 

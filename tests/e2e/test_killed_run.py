@@ -26,7 +26,7 @@ import pytest
 
 from harness.cluster import rundir
 from harness.scenarios import progress
-from tests.e2e.mkdc_cli import mkdc_start
+from tests.e2e.mkdc_cli import mkdc_start, run_dirs
 
 SETTLE = 20.0  # seconds for every process of the killed run to be gone
 
@@ -43,12 +43,6 @@ def scenario_started(report_dir: Path, run: subprocess.Popen[bytes], output: Pat
     pytest.fail(f"no scenario started in 300s: {output.read_text()[-3000:]}")
 
 
-def run_dirs_of(output: Path) -> list[Path]:
-    """The run directories `mkdc run` announced ("environment ready in ...: DIR")."""
-    lines = [x for x in output.read_text().splitlines() if "environment ready in" in x]
-    return [Path(line.rsplit(": ", 1)[1]) for line in lines]
-
-
 def listening(procs: list[psutil.Process]) -> set[int]:
     ports = set()
     for proc in procs:
@@ -60,11 +54,11 @@ def listening(procs: list[psutil.Process]) -> set[int]:
     return ports
 
 
-def left_over(tree: list[psutil.Process], run_dirs: list[Path], ports: set[int]) -> dict[str, list]:
+def left_over(tree: list[psutil.Process], dirs: list[Path], ports: set[int]) -> dict[str, list]:
     """What of the run is still there: processes (of its tree, or naming its directories),
     and ports still listening."""
     alive = [p for p in tree if _live(p)]
-    users = [p for d in run_dirs for p in rundir.using(d) if _live(p)]
+    users = [p for d in dirs for p in rundir.using(d) if _live(p)]
     still = {
         c.laddr.port
         for c in psutil.net_connections(kind="inet")
@@ -109,26 +103,26 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
     try:
         scenario_started(report_dir, run, output)
         time.sleep(3)  # under way: the recorder watching, the dispatcher nominating
-        run_dirs = run_dirs_of(output)
-        assert len(run_dirs) == 2, output.read_text()[-3000:]
+        dirs = run_dirs(output.read_text())
+        assert len(dirs) == 2, output.read_text()[-3000:]
         tree = [psutil.Process(run.pid), *psutil.Process(run.pid).children(recursive=True)]
         names = [p.name() for p in tree]
         assert names.count("kube-apiserver") == 4, names  # two environments of 1+1
         assert {"etcd", "kueue"} <= set(names), names
         controllers = [p for p in tree if "pytest" in _cmdline(p)[1:3]]
         # the first environment's, with its xdist workers (-n 2); the second's, if started
-        assert sorted(len(c.children()) for c in controllers)[-1] == 2, controllers
+        assert max(len(c.children()) for c in controllers) == 2, controllers
         ports = listening(tree)
         assert ports, "the run listened on no port"
         run.send_signal(signal.SIGKILL)
         run.wait()
         deadline = time.monotonic() + SETTLE
-        while (left := left_over(tree, run_dirs, ports)) != {"processes": [], "ports": []}:
+        while (left := left_over(tree, dirs, ports)) != {"processes": [], "ports": []}:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         assert left == {"processes": [], "ports": []}
-        assert all(d.exists() for d in run_dirs)  # nothing of the run could remove them
+        assert all(d.exists() for d in dirs)  # nothing of the run could remove them
         down = subprocess.run(
             [sys.executable, "-m", "harness.cli", "down"],
             env={**env, "MKDC_CACHE_DIR": str(tmp_path / "cache")},  # no `mkdc up` here
@@ -138,7 +132,7 @@ def test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory(
             check=False,
         )
         assert down.returncode == 0, down.stderr
-        for run_dir in run_dirs:
+        for run_dir in dirs:
             assert not run_dir.exists()
             assert f"removed left-over run directory {run_dir}" in down.stderr, down.stderr
         events = [

@@ -32,7 +32,14 @@ import yaml
 
 from harness.report import verify_report
 from harness.suite import catalogue
-from tests.e2e.mkdc_cli import PROFILES, mkdc, profile_variant, report_of, results_of
+from tests.e2e.mkdc_cli import (
+    PROFILES,
+    mkdc,
+    profile_variant,
+    report_of,
+    results_of,
+    run_dirs,
+)
 
 PANICS = Path(__file__).parent / "vendor_like" / "panics"
 VENV_PYTHON = str(Path(sys.prefix) / "bin" / "python")
@@ -121,12 +128,6 @@ def cost_aware(tmp_path: Path, with_objects: bool) -> Path:
     return variant(tmp_path / "cost-aware.yaml", vendor)
 
 
-def run_dir(stderr: str) -> Path:
-    """The run directory `mkdc run` announced ("environment ready in ...: DIR")."""
-    [line] = [line for line in stderr.splitlines() if "environment ready in" in line]
-    return Path(line.rsplit(": ", 1)[1])
-
-
 @pytest.mark.e2e
 def test_each_start_failure_says_its_cause_and_what_it_lacked_lets_it_run(
     selected_versions, tmp_path: Path
@@ -179,4 +180,5 @@ def test_each_start_failure_says_its_cause_and_what_it_lacked_lets_it_run(
     report = report_of(dirs["with-prices"] / "r-cost-aware")
     assert results_of(report)["CORE-08"] == "passed", proc.stderr[-3000:]
     assert report["environment"]["shape"]["workerKubeconfigSecret"] == SECRET_RULE
-    assert not run_dir(proc.stderr).exists()  # nothing left behind (keys, kubeconfigs)
+    [run_dir] = run_dirs(proc.stderr)
+    assert not run_dir.exists()  # nothing left behind (keys, kubeconfigs)
