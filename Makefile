@@ -13,7 +13,7 @@ GO_EXAMPLE := dispatchers/example-go
 GO_BUILD_FLAGS := -trimpath -gcflags=all=-dwarf=false
 
 
-.PHONY: setup setup-dev system-e2e system-test bins kind-bins doctor test unit e2e matrix lint bench bench-up bench-dispatcher bench-scaling compare selftest clean
+.PHONY: setup setup-dev system-e2e system-test bins kind-bins doctor test unit e2e matrix lint bench bench-up bench-dispatcher bench-scaling compare selftest workflows clean
 
 # What a run needs (`make e2e`); `setup-dev` adds the linters and what only the tests and
 # the benchmark's picture use (mypy, hypothesis, matplotlib, ...): on a fresh machine
@@ -130,6 +130,12 @@ compare: bins
 SELFTEST_JOBS ?= 3
 selftest: bins
 	$(BIN)/python -m suites.selftest --jobs $(SELFTEST_JOBS)
+
+# The shipped GitHub Actions workflows (ci/github/), each job's steps run as a hosted runner
+# runs them: as a non-root user with passwordless sudo (made for the run, then removed).
+# The first run on a machine is cold, the next warm (docs/ci.md).
+workflows: setup-dev bins
+	$(BIN)/pytest tests/e2e/test_workflows_run.py -m slow -s -q -rfE
 
 clean:
 	-$(MKDC) down

@@ -81,10 +81,16 @@ def _version_args(p: argparse.ArgumentParser) -> None:
         "--kueue-version", help="Kueue version (env MKDC_KUEUE_VERSION; default v0.19.2)"
     )
     p.add_argument("--kubernetes-version", help="Kubernetes version (env MKDC_KUBERNETES_VERSION)")
+    p.add_argument(
+        "--kueue-source",
+        metavar="DIR",
+        help="a Kueue checkout to build and judge instead of a release (env MKDC_KUEUE_SOURCE;"
+        " Kubernetes from its go.mod)",
+    )
 
 
 def _selected(args: argparse.Namespace) -> versions.Versions:
-    return versions.select(args.kueue_version, args.kubernetes_version)
+    return versions.select(args.kueue_version, args.kubernetes_version, args.kueue_source)
 
 
 def cmd_bins(args: argparse.Namespace) -> int:
@@ -248,8 +254,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     running = _recorded_run_dir(current)
     if running is not None:
         raise UserError(f"an environment is already running ({running}): run `mkdc down` first")
+    v = _selected(args)
+    toolchain.build_kueue_source(v, _log)
     provider = LocalProvider(
-        _selected(args),
+        v,
         workers=args.workers,
         dispatcher_name=args.dispatcher_name,
         outlive_parent=True,
@@ -285,7 +293,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     elif run_dir is not None:
         started = time.monotonic()
         stopped = stop_recorded(run_dir) if run_dir.exists() else 0
-        shutil.rmtree(run_dir, ignore_errors=True)
+        rundir.remove(run_dir)
         current.unlink()
         elapsed = time.monotonic() - started
         _log(f"stopped {stopped} process groups and removed {run_dir} in {elapsed:.1f}s")
@@ -328,6 +336,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         environments=args.environments,
         kueue_version=args.kueue_version,
         kubernetes_version=args.kubernetes_version,
+        kueue_source=args.kueue_source,
         slacks=slacks,
         clusters=tuple(args.cluster or ()),
         progress=args.progress,

@@ -308,3 +308,52 @@ def test_the_sandbox_sees_what_a_run_would_leave(world: Path) -> None:
     with pytest.raises(AssertionError, match="left behind"), make_sandbox(world) as box:
         assert isinstance(box, Sandbox)
         (box.cwd / "reports").mkdir()
+
+
+@pytest.mark.parametrize(
+    ("tree", "says"),
+    [
+        (None, "has no go.mod"),
+        (
+            "module example.com/not-kueue\n",
+            "not sigs.k8s.io/kueue",
+        ),
+        ("module sigs.k8s.io/kueue\n", "requires no k8s.io/api"),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "bins", "up"])
+def test_a_kueue_source_that_is_not_a_kueue_tree(
+    world: Path, command: str, tree: str | None, says: str
+) -> None:
+    source = world / "source"
+    source.mkdir()
+    if tree is not None:
+        (source / "go.mod").write_text(tree)
+    argv = [command, "--kueue-source", str(source)]
+    bad(
+        world,
+        "argv: kueue source",
+        [*argv, *(["--profile", "reference"] * (command == "run"))],
+        says,
+    )
+
+
+def test_a_kueue_source_on_existing_clusters(world: Path) -> None:
+    source = world / "source"
+    source.mkdir()
+    (source / "go.mod").write_text("module sigs.k8s.io/kueue\n\nrequire k8s.io/api v0.36.2\n")
+    argv = [
+        "run",
+        "--profile",
+        "reference",
+        "--provider",
+        "existing",
+        "--kueue-source",
+        str(source),
+    ]
+    bad(
+        world,
+        "argv: kueue source",
+        [*argv, "--cluster", "manager=/nonexistent"],
+        "existing clusters run their own",
+    )

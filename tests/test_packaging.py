@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -30,3 +31,25 @@ def test_every_marker_is_declared_once() -> None:
         if ".venv" not in conftest.parts:
             names += declared.findall(conftest.read_text())
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
+
+
+def test_every_file_the_packages_read_is_shipped() -> None:
+    """An installed mkdc has no checkout: every tracked file inside a package folder that is
+    not a module (profiles, the Go example a profile builds, kind configurations, the
+    report's schema) must be package data."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "harness", "suites", "dispatchers"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    data = PYPROJECT["tool"]["setuptools"]["package-data"]
+    shipped = {
+        path.relative_to(ROOT).as_posix()
+        for package, patterns in data.items()
+        for pattern in patterns
+        for path in (ROOT / package).glob(pattern)
+    }
+    left_out = [f for f in tracked if not f.endswith(".py") and f not in shipped]
+    assert left_out == [], f"not package data, so missing from an installed mkdc: {left_out}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -186,3 +187,20 @@ def test_a_client_for_a_runs_kubeconfig_keeps_its_key_files_in_the_run(private_t
     assert rundir.temp_dir(run).stat().st_mode & 0o777 == 0o700
     assert rundir.containing(path) == run and rundir.containing(elsewhere) is None
     assert rundir.containing("/etc/kubernetes/admin.conf") is None
+
+
+def test_a_rootless_runs_overlay_work_folders_are_removed_too(tmp_path: Path) -> None:
+    """Overlay mounts in a user namespace leave their work folder mode 000: the owner may
+    not list it, so a plain rmtree left the run directory behind after a non-root run.
+    Run without the capabilities that let root ignore modes (as a non-root user is)."""
+    run_dir = tmp_path / "mkdc-run-x"
+    (run_dir / "manager" / "etc-work" / "work").mkdir(parents=True)
+    (run_dir / "manager" / "etc-work" / "work").chmod(0)
+    (run_dir / "manager" / "file").write_text("x")
+    script = "import sys; from pathlib import Path; from harness.cluster import rundir;"
+    script += " rundir.remove(Path(sys.argv[1]))"
+    argv = [sys.executable, "-c", script, str(run_dir)]
+    if os.geteuid() == 0:
+        argv = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", *argv]
+    subprocess.run(argv, cwd=Path(__file__).resolve().parent.parent, check=True)
+    assert not run_dir.exists()

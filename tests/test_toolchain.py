@@ -1,8 +1,12 @@
 """How the throw-away build modules pin their dependencies."""
 
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from harness.cluster import toolchain, versions
+from harness.errors import UserError
 
 # what `go list -deps -f MODULE_OF_EACH_PACKAGE` prints: a line per package, the
 # standard library's empty, a folder replacement without a version
@@ -78,3 +82,43 @@ def test_the_makefiles_go_commands_compile_as_mkdc_bins_does() -> None:
     makefile = (Path(__file__).parent.parent / "Makefile").read_text()
     line = next(x for x in makefile.splitlines() if x.startswith("GO_BUILD_FLAGS :="))
     assert tuple(line.split(":=", 1)[1].split()) == toolchain.COMPILE_FLAGS
+
+
+def _source(tmp_path: Path) -> versions.Versions:
+    tree = tmp_path / "kueue"
+    tree.mkdir()
+    return replace(
+        versions.select("0.19.2"),
+        source=versions.KueueSource(str(tree), "0123456789ab", "v0.19.2-3-gabc"),
+    )
+
+
+def test_a_source_trees_kueue_is_built_in_the_tree_and_the_rest_as_its_release(
+    tmp_path: Path,
+) -> None:
+    v = _source(tmp_path)
+    by_name = {c.name: c for c in toolchain.components(v)}
+    kueue = by_name["kueue"]
+    assert kueue.source == tmp_path / "kueue" and kueue.key == "kueue-src-0123456789ab"
+    assert "-mod=readonly" in kueue.goflags  # a contributor's go.mod is never rewritten
+    assert any("GitVersion=v0.19.2-3-gabc" in f for f in kueue.ldflags)
+    # the control plane is the release's build, cached once whatever the tree
+    released = {c.name: c for c in toolchain.components(versions.select("0.19.2"))}
+    assert by_name["kubernetes"].key == released["kubernetes"].key
+    assert by_name["kwok"].key == released["kwok"].key
+
+
+def test_a_source_tree_whose_workloads_are_not_the_api_mkdc_drives_is_refused(
+    tmp_path: Path,
+) -> None:
+    v = _source(tmp_path)
+    crds = tmp_path / "kueue" / "config/components/crd/bases"
+    crds.mkdir(parents=True)
+    crd = crds / "kueue.x-k8s.io_workloads.yaml"
+    crd.write_text("spec:\n  versions:\n  - name: v1beta1\n    served: true\n")
+    with pytest.raises(UserError, match="serves Workloads as v1beta1, not kueue.x-k8s.io/v1beta2"):
+        toolchain.manifests(v)
+    crd.write_text("spec:\n  versions:\n  - name: v1beta2\n    served: true\n")
+    (tmp_path / "kueue" / "go.mod").write_text("module sigs.k8s.io/kueue\n")
+    with pytest.raises(UserError, match="does not require"):  # past the API: its go.mod
+        toolchain.manifests(v)

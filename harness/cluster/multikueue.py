@@ -15,8 +15,9 @@ from harness import templates
 from harness.cluster import kube
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.kueue_install import MULTIKUEUE_CONTROLLER, NAMESPACE
+from harness.cluster.toolchain import KUEUE_API_GROUP, KUEUE_API_VERSION
 
-API = "kueue.x-k8s.io/v1beta2"
+API = f"{KUEUE_API_GROUP}/{KUEUE_API_VERSION}"
 DEFAULT_NAME = "mkdc"
 DEFAULT_FLAVOR = "default-flavor"
 DEFAULT_QUOTA = {"cpu": "1000", "memory": "4000Gi"}

@@ -161,8 +161,21 @@ def remove_if_left_over(path: Path) -> Removed | None:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             done = subprocess.run(argv, capture_output=True, timeout=120, check=False)
             undone += done.returncode == 0
-    shutil.rmtree(path)
+    remove(path)
     return Removed(path, why, killed, undone)
+
+
+def remove(path: Path) -> None:
+    """Delete a run directory and all in it. A rootless run's overlay mounts (a user
+    namespace's) leave their work folders mode 000, which the owner may change but not
+    list: each folder is made the owner's again on the way down."""
+    for folder, dirs, _files in os.walk(path):
+        for name in dirs:
+            child = os.path.join(folder, name)
+            if not os.path.islink(child):
+                with contextlib.suppress(OSError):
+                    os.chmod(child, stat.S_IRWXU)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def using(path: Path) -> list[psutil.Process]:

@@ -27,6 +27,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 
@@ -66,6 +68,14 @@ class Component:
     # required version: a `replace` to the same code would compile it again. The build
     # waits for that component's when both are built in one run.
     built_against: Component | None = None
+    # A source tree built as it is (its own go.mod, never rewritten) instead of a build
+    # module requiring a released version
+    source: Path | None = None
+
+    @property
+    def goflags(self) -> str:
+        # a contributor's go.mod and go.sum are read, never rewritten
+        return "-mod=readonly -buildvcs=false" if self.source is not None else "-mod=mod"
 
     @property
     def binaries(self) -> tuple[str, ...]:
@@ -88,6 +98,24 @@ def _binary_name(package: str) -> str:
     return "etcd" if package.startswith("go.etcd.io/etcd/server") else _go_output_name(package)
 
 
+def kueue_source_component(v: Versions) -> Component | None:
+    """Kueue built from the source tree under test, cached by the tree's hash; None for a
+    release."""
+    if v.source is None:
+        return None
+    return Component(
+        name="kueue",
+        module="sigs.k8s.io/kueue",
+        version=f"src-{v.source.tree}",
+        packages=("sigs.k8s.io/kueue/cmd/kueue",),
+        # the linker splits its flags at spaces: "tree <hash>" is one word there
+        ldflags=(
+            f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={v.source.describe.replace(' ', '-')}",
+        ),
+        source=Path(v.source.path),
+    )
+
+
 def components(v: Versions) -> list[Component]:
     k8s_version_flags = (
         f"-X k8s.io/component-base/version.gitVersion=v{v.kubernetes}",
@@ -103,8 +131,10 @@ def components(v: Versions) -> list[Component]:
         ldflags=(f"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v{v.kueue}",),
     )
     # Kueue v0.17's pins leave KWOK's OpenTelemetry imports unresolvable: there the others
-    # keep their own
+    # keep their own. A source tree's Kueue replaces the release, but the control plane
+    # stays built against the release it is driven as: cached once, whatever the tree.
     against_kueue = kueue if v.kueue_minor >= (0, 19) else None
+    kueue = kueue_source_component(v) or kueue
     return [
         Component(
             name="etcd",
@@ -272,6 +302,8 @@ _prepared: dict[str, Path] = {}
 def _prepare_module(component: Component, progress: Progress) -> Path:
     """The component's build module, written and tidied (downloading what it needs), once
     per process: KWOK's resolution prepares Kueue's too, perhaps while Kueue's own runs."""
+    if component.source is not None:
+        return component.source
     where = str(cache_dir() / "build" / component.key)
     with _preparing.setdefault(where, threading.Lock()):
         if where not in _prepared:
@@ -454,6 +486,10 @@ def _resolve(component: Component, board: BuildBoard) -> Path:
         # what it shares with the build it waits for comes from Go's build cache
         other = component.built_against
         packages -= _packages(other, _prepare_module(other, lambda _msg: None))
+    if component.source is not None:
+        # its dependencies are the release's, in Go's build cache since `mkdc bins`: what
+        # compiles is the tree's own packages (its main module's, listed with no version)
+        packages = {p for p in packages if p.endswith(f" {component.module}@")}
     board.resolved(component.key, len(packages))
     return work
 
@@ -464,7 +500,11 @@ PACKAGE_AT_VERSION = "{{.ImportPath}} {{with .Module}}{{.Path}}@{{.Version}}{{en
 
 
 def _packages(component: Component, work: Path) -> set[str]:
-    listing = _run_go(["list", "-deps", "-f", PACKAGE_AT_VERSION, *component.packages], cwd=work)
+    listing = _run_go(
+        ["list", "-deps", "-f", PACKAGE_AT_VERSION, *component.packages],
+        cwd=work,
+        env={"GOFLAGS": component.goflags},
+    )
     return set(listing.splitlines())
 
 
@@ -501,7 +541,9 @@ def _compile(component: Component, work: Path, board: BuildBoard) -> Path:
     args = ["build", "-v", *COMPILE_FLAGS, "-ldflags", " ".join(("-s", "-w", *component.ldflags))]
     args += ["-o", str(staging) + "/", *component.packages]
     board.compiling(component.key)
-    _stream_build(args, work, component.key, lambda: board.compiled(component.key))
+    _stream_build(
+        args, work, component.key, lambda: board.compiled(component.key), component.goflags
+    )
     for package in component.packages:
         built, wanted = staging / _go_output_name(package), staging / _binary_name(package)
         if built != wanted:
@@ -538,6 +580,14 @@ def _stream_build(
             errors.append(line)
     if proc.wait() != 0:
         raise UserError(f"building {key} failed: {'; '.join(errors[-3:])}")
+
+
+def build_kueue_source(v: Versions, progress: Progress) -> None:
+    """Kueue's manager built from the source tree under test, unless cached (a release's
+    binaries are `mkdc bins`'s work); a tree that does not build is a UserError."""
+    component = kueue_source_component(v)
+    if component is not None:
+        build(component, progress)
 
 
 def build_all(v: Versions, progress: Progress | None = None, node: bool = False) -> dict[str, Path]:
@@ -580,7 +630,9 @@ def build_go_module(directory: Path, progress: Progress) -> Path:
     # readonly: a vendor's go.mod and go.sum are read, never rewritten
     goflags = "-mod=readonly -buildvcs=false"
     total = len(_run_go(["list", "-deps", "."], cwd=directory, env={"GOFLAGS": goflags}).split())
-    staging = target.with_name(target.name + ".partial")
+    # two runs may build the same source at once (a test run's parallel tests): each
+    # links its own file, and the last rename wins with the same binary
+    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
     staging.parent.mkdir(parents=True, exist_ok=True)
     args = ["build", "-v", *COMPILE_FLAGS, "-ldflags", "-s -w", "-o", str(staging), "."]
     board = BuildBoard([directory.name], progress)
@@ -590,7 +642,7 @@ def build_go_module(directory: Path, progress: Progress) -> Path:
         _stream_build(
             args, directory, directory.name, lambda: board.compiled(directory.name), goflags
         )
-    staging.rename(target)
+    staging.replace(target)
     progress(f"{directory.name}: built into {target.parent} in {time.monotonic() - started:.0f}s")
     return target
 
@@ -607,7 +659,11 @@ class Manifests:
 
 
 def manifests(v: Versions) -> Manifests:
-    kueue = module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
+    if v.source is not None:
+        kueue = Path(v.source.path)
+        _require_served_api(kueue)
+    else:
+        kueue = module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
     autoscaler_version = _required_version(
         kueue / "go.mod", "k8s.io/autoscaler/cluster-autoscaler/apis"
     )
@@ -636,6 +692,30 @@ def manifests(v: Versions) -> Manifests:
                 f"upstream manifest {path} is missing: run `go clean -modcache` and `mkdc bins`"
             )
     return found
+
+
+# The Kueue API the harness and the recorder speak (harness.cluster.multikueue.API), which
+# a source tree's Workload CRD must serve
+KUEUE_API_GROUP, KUEUE_API_VERSION = "kueue.x-k8s.io", "v1beta2"
+
+
+def _require_served_api(kueue: Path) -> None:
+    """A source tree whose Workload CRD does not serve the API the harness speaks cannot
+    be judged: said in one line."""
+    crd = kueue / f"config/components/crd/bases/{KUEUE_API_GROUP}_workloads.yaml"
+    try:
+        doc = yaml.safe_load(crd.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(
+            f"Kueue source {kueue}: cannot read its Workload CRD {crd}: {exc}"
+        ) from None
+    served = [v.get("name") for v in doc.get("spec", {}).get("versions", []) if v.get("served")]
+    if KUEUE_API_VERSION not in served:
+        raise UserError(
+            f"Kueue source {kueue} serves Workloads as {', '.join(map(str, served)) or 'nothing'},"
+            f" not {KUEUE_API_GROUP}/{KUEUE_API_VERSION}, the API mkdc drives: judge a tree"
+            " of Kueue v0.15 or newer"
+        )
 
 
 def _required_version(gomod: Path, module: str) -> str:

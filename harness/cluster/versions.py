@@ -2,15 +2,38 @@
 
 Selected by `--kueue-version` / `--kubernetes-version` or MKDC_KUEUE_VERSION /
 MKDC_KUBERNETES_VERSION. Each Kueue version has a default Kubernetes version.
+
+`--kueue-source DIR` (MKDC_KUEUE_SOURCE) puts a Kueue source tree in place of the
+released Kueue: its manager is built from the tree, its manifests rendered from the
+tree's `config/`, Kubernetes taken from the tree's go.mod. The rest of the environment
+(etcd, KWOK, and the Kueue release whose module versions the control plane is built
+against) is the matrix point the tree is driven as: the release its `git describe` names
+when the matrix has that minor version, else `--kueue-version`, else the default.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import subprocess
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from harness.errors import UserError, shown
+
+
+@dataclass(frozen=True)
+class KueueSource:
+    """A Kueue source tree under test, named as the report names it."""
+
+    path: str  # absolute
+    tree: str  # a hash of what its manager binary is built from (the build's cache key)
+    describe: str  # `git describe` of the tree, or "tree <hash>" outside git
+
+    @property
+    def label(self) -> str:
+        return f"source {self.describe} ({self.path})"
 
 
 @dataclass(frozen=True)
@@ -21,6 +44,7 @@ class Versions:
     kwok: str
     kind: str = "0.33.0"  # the kind provider's tool; node images are built for `kubernetes`
     coredns: str = "1.14.2"  # the cluster DNS of a node image built here (kubeadm 1.36's)
+    source: KueueSource | None = None  # Kueue built from this tree instead of the release
 
     @property
     def kubernetes_minor(self) -> int:
@@ -31,11 +55,16 @@ class Versions:
         major, minor = self.kueue.split(".")[:2]
         return int(major), int(minor)
 
+    @property
+    def kueue_label(self) -> str:
+        """The Kueue under test as the report names it: a release, or a source tree."""
+        return f"v{self.kueue}" if self.source is None else self.source.label
+
     def describe(self) -> str:
-        return (
-            f"kubernetes v{self.kubernetes}, kueue v{self.kueue}, "
-            f"etcd v{self.etcd}, kwok v{self.kwok}"
-        )
+        kueue = f"kueue v{self.kueue}"
+        if self.source is not None:
+            kueue = f"kueue {self.source.label}, driven as v{self.kueue}"
+        return f"kubernetes v{self.kubernetes}, {kueue}, etcd v{self.etcd}, kwok v{self.kwok}"
 
 
 ETCD = "3.6.16"
@@ -56,9 +85,18 @@ def _strip_v(value: str) -> str:
     return value[1:] if value.startswith("v") else value
 
 
-def select(kueue: str | None = None, kubernetes: str | None = None) -> Versions:
+def select(
+    kueue: str | None = None, kubernetes: str | None = None, source: str | None = None
+) -> Versions:
     """The versions to use: explicit arguments, then environment, then the default."""
-    kueue = _strip_v(kueue or os.environ.get("MKDC_KUEUE_VERSION") or DEFAULT_KUEUE)
+    source = source or os.environ.get("MKDC_KUEUE_SOURCE") or None
+    tree = read_source(Path(source)) if source else None
+    kueue = _strip_v(
+        kueue
+        or os.environ.get("MKDC_KUEUE_VERSION")
+        or (tree and _release_of(tree.describe))
+        or DEFAULT_KUEUE
+    )
     kubernetes = kubernetes or os.environ.get("MKDC_KUBERNETES_VERSION")
     if kueue not in MATRIX:
         known = ", ".join(f"v{k}" for k in MATRIX)
@@ -66,6 +104,8 @@ def select(kueue: str | None = None, kubernetes: str | None = None) -> Versions:
             f"kueue version {shown('v' + kueue)} is not in the version matrix (known: {known})"
         )
     chosen = MATRIX[kueue]
+    if tree is not None:
+        chosen = replace(chosen, source=tree, kubernetes=_kubernetes_of(Path(tree.path)))
     if kubernetes:
         kubernetes = _strip_v(kubernetes)
         # digits only: the minor version is read as a number, the rest names a module
@@ -75,3 +115,88 @@ def select(kueue: str | None = None, kubernetes: str | None = None) -> Versions:
             )
         chosen = replace(chosen, kubernetes=kubernetes)
     return chosen
+
+
+KUEUE_MODULE = "sigs.k8s.io/kueue"
+# What the manager binary is built from; a change anywhere else (docs, tests, site) keeps
+# the cached build
+_SKIPPED_DIRS = {".git", "node_modules", "site", "test", "hack", "docs", "keps", "bin", "charts"}
+
+
+def read_source(path: Path) -> KueueSource:
+    """A Kueue source tree, checked (a UserError says what is wrong) and hashed."""
+    where = shown(str(path))
+    gomod = path / "go.mod"
+    if not gomod.is_file():
+        raise UserError(f"--kueue-source {where} has no go.mod: give the root of a Kueue checkout")
+    first = re.search(r"^module\s+(\S+)", gomod.read_text(errors="replace"), re.M)
+    if first is None or first.group(1) != KUEUE_MODULE:
+        found = first.group(1) if first else "none"
+        raise UserError(
+            f"--kueue-source {where} is module {shown(found)}, not {KUEUE_MODULE}:"
+            " give the root of a Kueue checkout"
+        )
+    root = path.resolve()
+    _kubernetes_of(root)  # said before anything runs: git, the hash
+    tree = source_tree_hash(root)
+    return KueueSource(str(root), tree, _git_describe(root) or f"tree {tree}")
+
+
+def source_tree_hash(root: Path) -> str:
+    """A hash of go.mod, go.sum and every non-test Go file outside the folders no build
+    reads: the source of the manager binary, so an edit gives a new build."""
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not (folder == str(root) and d in _SKIPPED_DIRS))
+        for name in sorted(files):
+            if name in ("go.mod", "go.sum") or (
+                name.endswith(".go") and not name.endswith("_test.go")
+            ):
+                file = Path(folder) / name
+                digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _git_describe(root: Path) -> str | None:
+    """`git describe` of the tree when it is a git work tree's root (a tree copied into
+    another repository's folder is not named after that repository)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            found = subprocess.run(
+                ["git", "-C", str(root), *args],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return (found.stdout.strip() or None) if found.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != root:
+        return None
+    return git("describe", "--tags", "--always", "--dirty")
+
+
+def _release_of(describe: str) -> str | None:
+    """The matrix release of the same minor version as a `git describe` (v0.19.2-5-gabc:
+    0.19.2), None when the matrix has none."""
+    m = re.match(r"v?(\d+)\.(\d+)\.", describe)
+    if m is None:
+        return None
+    return next((k for k in MATRIX if k.split(".")[:2] == [m.group(1), m.group(2)]), None)
+
+
+def _kubernetes_of(root: Path) -> str:
+    """The Kubernetes release a Kueue tree is built with: its k8s.io/api v0.X.Y is X.Y's."""
+    m = re.search(
+        r"^\s*(?:require\s+)?k8s\.io/api\s+v0\.(\d+)\.(\d+)", (root / "go.mod").read_text(), re.M
+    )
+    if m is None:
+        raise UserError(
+            f"--kueue-source {shown(str(root))}: its go.mod requires no k8s.io/api,"
+            " so mkdc cannot tell which Kubernetes to run it on: give --kubernetes-version"
+        )
+    return f"1.{m.group(1)}.{m.group(2)}"

@@ -21,6 +21,7 @@ class Options:
     full: bool = False  # include slow scenarios (e.g. 5-minute rounds)
     kueue_version: str | None = None
     kubernetes_version: str | None = None
+    kueue_source: str | None = None  # a Kueue checkout built and judged instead of a release
     slacks: dict[str, str] | None = None
     clusters: tuple[str, ...] = ()  # existing provider: NAME=KUBECONFIG[:CONTEXT]
     progress: str = progress.HUMAN  # the console: human lines (stderr) or JSON lines (stdout)

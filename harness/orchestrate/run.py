@@ -145,10 +145,18 @@ class Plan:
 
 
 def plan(opts: Options) -> Plan:
-    """Every input of one run checked; a UserError says what is wrong. Nothing is built,
-    started or written."""
+    """Every input of one run checked; a UserError says what is wrong. Nothing is started
+    or written; only a Kueue source tree is built (cached by its hash)."""
     profile = load_profile(opts.profile)
-    v = versions.select(opts.kueue_version, opts.kubernetes_version)
+    source = opts.kueue_source or os.environ.get("MKDC_KUEUE_SOURCE")
+    if source and opts.provider == "existing":
+        raise UserError(
+            "--kueue-source builds the Kueue the run installs: existing clusters run their own;"
+            " use --provider local or kind"
+        )
+    v = versions.select(opts.kueue_version, opts.kubernetes_version, source)
+    # a Kueue source tree is built here: one that does not build is bad input
+    toolchain.build_kueue_source(v, log)
     catalogue = load_suite().catalogue
     unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in catalogue]
     if unknown:

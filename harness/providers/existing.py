@@ -9,7 +9,6 @@ MultiKueueCluster. `down()` deletes only objects carrying this run's label.
 from __future__ import annotations
 
 import re
-import shutil
 import ssl
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -270,7 +269,7 @@ class ExistingProvider:
                 inventory.purge(self.env, self.env.info["runId"], timeout=self.purge_timeout)
         finally:
             if self.run_dir is not None:
-                shutil.rmtree(self.run_dir, ignore_errors=True)
+                rundir.remove(self.run_dir)
 
     def interrupt(self, process: str, how: str) -> None:
         raise UserError(

@@ -42,7 +42,7 @@ from harness.providers import kind_images
 from harness.providers.local import fake_node
 from harness.scenarios import inventory
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-configs"
+CONFIG_DIR = Path(__file__).resolve().parent / "kind_configs"  # package data
 KUEUE_URL = "https://github.com/kubernetes-sigs/kueue/releases/download/v{version}/manifests.yaml"
 KWOK_URL = "https://github.com/kubernetes-sigs/kwok/releases/download/v{version}/kwok.yaml"
 NS = kueue_install.NAMESPACE
@@ -165,11 +165,11 @@ def render_kind_config(
     built: bool = False,
     cgroup_v1: bool = False,
 ) -> dict[str, Any]:
-    """kind-configs/<role>.yaml with every node pinned to the node image (kind's for the
+    """kind_configs/<role>.yaml with every node pinned to the node image (kind's for the
     selected Kubernetes version, or `image` built here) and the patches this host needs."""
     path = config_dir / f"{role}.yaml"
     if not path.is_file():
-        raise UserError(f"kind config {path} is missing: run mkdc from a checkout of the repo")
+        raise UserError(f"kind config {path} is missing: reinstall mkdc (it ships them)")
     cfg = yaml.safe_load(path.read_text())
     for node in cfg.setdefault("nodes", [{"role": "control-plane"}]):
         node["image"] = image or node_image(v)
@@ -541,7 +541,7 @@ class KindProvider:
                 self.runner(network_rm_cmd())  # refused while another kind cluster uses it
                 self.made_network = False
         if self.run_dir is not None:
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+            rundir.remove(self.run_dir)
         if failed:
             names = ", ".join(failed)
             raise UserError(f"could not delete kind cluster(s) {names}: use `kind delete cluster`")
@@ -604,7 +604,11 @@ class KindProvider:
                 raise UserError(f"{tool} is not on PATH: {fix}, or use --provider local")
 
     def _prepare_images(self) -> None:
-        """`built`: the node image and Kueue's and KWOK's images and manifests, made here."""
+        """`built`: the node image and Kueue's and KWOK's images and manifests, made here
+        (always for a Kueue source tree: no registry has its image)."""
+        if self.versions.source is not None and self.images != "built":
+            self.images = "built"
+            self.progress("kind images: built (Kueue from a source tree)")
         if self.images == "auto":
             self.images = "release" if self.registry_answers() else "built"
             self.progress(
@@ -686,7 +690,7 @@ class KindProvider:
             manager=as_cluster[0],
             workers=workers,
             kubernetes_version=f"v{self.versions.kubernetes}",
-            kueue_version=f"v{self.versions.kueue}",
+            kueue_version=self.versions.kueue_label,
             dispatcher_name=self.dispatcher_name,
             nomination_write_mode=self.write_mode,
             info={

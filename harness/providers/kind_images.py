@@ -222,7 +222,8 @@ def binary_image(
 def kueue_image(v: Versions) -> Image:
     kueue = toolchain.binary_path(v, "kueue")
     # Kueue's Deployment says runAsNonRoot: the image names a user, as Kueue's own does
-    ref = f"{LOCAL_REPO}/kueue:v{v.kueue}"
+    tag = f"v{v.kueue}" if v.source is None else f"src-{v.source.tree}"
+    ref = f"{LOCAL_REPO}/kueue:{tag}"
     return binary_image(ref, {"/manager": kueue}, ["/manager"], user=NONROOT)
 
 
@@ -667,7 +668,7 @@ def offline_manifests(v: Versions, work: Path) -> tuple[Path, Path]:
     """Kueue's and KWOK's install manifests, rendered from their modules (as their
     releases are) with the images built here; returns (kueue.yaml, kwok.yaml)."""
     kubectl = node_binary_path(v, "kubectl")
-    kueue_dir = toolchain.module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
+    kueue_dir = toolchain.manifests(v).kueue_dir  # the release's module, or the source tree
     kwok_dir = toolchain.module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
     kueue = _render(
         kubectl,

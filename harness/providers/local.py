@@ -243,7 +243,7 @@ class LocalProvider:
             manager=self.clusters[MANAGER].to_cluster(),
             workers=[c.to_cluster() for c in self.clusters.values() if c.is_worker],
             kubernetes_version=f"v{self.versions.kubernetes}",
-            kueue_version=f"v{self.versions.kueue}",
+            kueue_version=self.versions.kueue_label,
             dispatcher_name=self.dispatcher_name,
             nomination_write_mode=self.write_mode,
             info={
@@ -265,7 +265,7 @@ class LocalProvider:
         if self.supervisor is not None:
             self.supervisor.stop_all()
         if self.run_dir is not None:
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+            rundir.remove(self.run_dir)
 
     # ------------------------------------------------------------ for scenarios
 

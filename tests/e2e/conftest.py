@@ -24,6 +24,8 @@ SECONDS = {
     "test_the_go_example_image_conforms_as_a_local_container": 50,
     "test_a_job_runs_on_exactly_one_worker_under_each_dispatcher_in_turn": 36,
     "test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory": 32,
+    "test_the_installed_wheel_judges_from_an_empty_directory": 80,
+    "test_a_kueue_tree_whose_incremental_nominates_every_worker_is_rejected": 50,
 }
 DEFAULT_SECONDS = 60.0
 

@@ -1,0 +1,66 @@
+"""The gate for a Kueue change: `mkdc run --kueue-source DIR` builds Kueue's manager from a
+source tree and judges the dispatcher built into it. A copy of the released Kueue's source
+whose Incremental dispatcher nominates every worker at once (each round takes all the
+workers left, not stepSize of them) is rejected by the check that bounds duplicate
+admissions (EXT-03: at most stepSize workers reserve quota at once), and the report names
+the tree, not a release."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.cluster import toolchain, versions
+from tests.e2e.mkdc_cli import mkdc_run, report_of, results_of
+
+INCREMENTAL = "pkg/controller/workloaddispatcher/incrementaldispatcher.go"
+BATCH = "return workers[:batchSize], nil"  # the next round's nominees: stepSize of those left
+# what the manager binary is built from, and the manifests rendered from config/
+FOLDERS = ("apis", "client-go", "cmd", "config", "internal", "pkg")
+
+
+def broken_incremental(v: versions.Versions, where: Path) -> Path:
+    """The released Kueue's source (from Go's module cache), its Incremental dispatcher
+    broken so that it nominates every worker in the first round."""
+    released = toolchain.module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
+    for name in ("go.mod", "go.sum"):
+        shutil.copyfile(released / name, where / name)
+    for folder in FOLDERS:
+        # the module cache's files are read-only: the copies are made writable
+        shutil.copytree(released / folder, where / folder, copy_function=shutil.copyfile)
+    source = where / INCREMENTAL
+    text = source.read_text()
+    assert text.count(BATCH) == 1, f"{INCREMENTAL} of Kueue v{v.kueue} no longer has {BATCH!r}"
+    source.write_text(text.replace(BATCH, "return workers, nil"))
+    return where
+
+
+@pytest.mark.e2e
+def test_a_kueue_tree_whose_incremental_nominates_every_worker_is_rejected(
+    selected_versions, tmp_path: Path
+) -> None:
+    tree = tmp_path / "kueue"
+    tree.mkdir()
+    broken_incremental(selected_versions, tree)
+    report_dir = tmp_path / "report"
+    proc = mkdc_run(
+        "incremental",
+        report_dir,
+        "--kueue-source",
+        str(tree),
+        "--checks",
+        "EXT-03",
+        "--workers",
+        "5",
+        "--environments",
+        "1",
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    report = report_of(report_dir)
+    assert results_of(report)["EXT-03"] == "failed", proc.stderr[-3000:]
+    [ext03] = [c for c in report["checks"] if c["id"] == "EXT-03"]
+    assert "reservations at once" in ext03["message"] and "(stepSize 3)" in ext03["message"]
+    tree_hash = versions.source_tree_hash(tree)
+    assert report["environment"]["kueueVersion"] == f"source tree {tree_hash} ({tree})"
