@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from harness import templates
 from harness.cluster import kube
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.kueue_install import MULTIKUEUE_CONTROLLER, NAMESPACE
+from harness.profile import templates
 
 API = "kueue.x-k8s.io/v1beta2"
 DEFAULT_NAME = "mkdc"
@@ -130,7 +130,7 @@ def multikueue_admission_check(name: str, config: str) -> dict[str, Any]:
 
 
 def worker_secret_name(cluster: str, pattern: str = SECRET_PATTERN) -> str:
-    """The name of a worker's kubeconfig Secret on the manager (see harness.templates)."""
+    """The name of a worker's kubeconfig Secret on the manager (see harness.profile.templates)."""
     return templates.render(pattern, {"cluster": cluster})
 
 

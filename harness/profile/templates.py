@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs
 """Names that depend on the environment, written in a profile as templates.
 
 `{cluster}` is the worker's name; a filter after `|` derives another name from it by rule,
