@@ -15,10 +15,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from kubernetes.client.rest import ApiException
@@ -82,21 +82,50 @@ def rendered(
     objects: Objects, env: Environment, namespace: str, dispatcher_name: str
 ) -> Iterator[tuple[Cluster, dict[str, Any]]]:
     """(cluster, manifest) for every object to make, placeholders filled."""
+    return _rendered(objects, env.manager, env.workers, namespace, dispatcher_name)
+
+
+def planned(
+    objects: Objects, workers: Sequence[str], namespace: str, dispatcher_name: str
+) -> list[str]:
+    """What `rendered` would make on clusters of these names, a line each (no cluster
+    needed: `mkdc profile check` says it)."""
+    places = _rendered(
+        objects, _Named("manager"), [_Named(w) for w in workers], namespace, dispatcher_name
+    )
+    return [f"{_name(doc)} on {place.name}" for place, doc in places]
+
+
+@dataclass(frozen=True)
+class _Named:
+    name: str
+
+
+_Place = TypeVar("_Place", Cluster, _Named)
+
+
+def _rendered(
+    objects: Objects,
+    manager: _Place,
+    workers: Sequence[_Place],
+    namespace: str,
+    dispatcher_name: str,
+) -> Iterator[tuple[_Place, dict[str, Any]]]:
     values = {"namespace": namespace, "dispatcher_name": dispatcher_name}
     if not objects.templated:
         for doc in objects.manager:
-            yield env.manager, copy.deepcopy(doc)
-        for worker in env.workers:
+            yield manager, copy.deepcopy(doc)
+        for worker in workers:
             for doc in objects.workers:
                 yield worker, copy.deepcopy(doc)
         return
     for doc in objects.manager:
         if any("cluster" in templates.names(t) for t in _strings(doc)):
-            for worker in env.workers:
-                yield env.manager, _render(doc, {**values, "cluster": worker.name}, namespace)
+            for worker in workers:
+                yield manager, _render(doc, {**values, "cluster": worker.name}, namespace)
         else:
-            yield env.manager, _render(doc, {**values, "cluster": ""}, namespace)
-    for worker in env.workers:
+            yield manager, _render(doc, {**values, "cluster": ""}, namespace)
+    for worker in workers:
         for doc in objects.workers:
             yield worker, _render(doc, {**values, "cluster": worker.name}, namespace)
 
