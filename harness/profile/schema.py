@@ -22,19 +22,11 @@ from typing import Any, cast
 from jsonschema import Draft7Validator, validators
 from jsonschema.exceptions import ValidationError, best_match
 
-from harness.errors import shown
+from harness.errors import TYPE_WORDS, shown
 
 HERE = Path(__file__).resolve().parent
 ROOT = "(document)"  # the field path of the whole document in messages
 _PLAIN_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{0,63}")  # else quoted: '0', ' x'
-_TYPES = {
-    "object": "a mapping",
-    "array": "a list",
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-}
 
 
 def _integer(_checker: Any, value: Any) -> bool:
@@ -137,7 +129,7 @@ def say(error: ValidationError) -> str:
     if kind == "type":
         wanted = expected
         types = [wanted] if isinstance(wanted, str) else wanted
-        said = " or ".join(_TYPES.get(t, t) for t in types if t != "null")
+        said = " or ".join(TYPE_WORDS.get(t, t) for t in types if t != "null")
         got = shown(value) if isinstance(value, bool) else _type(value)
         return f"{field(path)}: must be {said}, got {got}"
     if kind == "enum":
