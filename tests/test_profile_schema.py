@@ -13,6 +13,7 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
+from harness.counts import MAX_COUNT
 from harness.profile import PROFILES_DIR, docs, load, schema
 from harness.profile.load import build
 from tests.test_bad_profiles import FULL
@@ -194,3 +195,9 @@ def test_an_error_is_one_line_naming_the_field(doc: dict[str, Any], line: str) -
         merged = doc
     problem = schema.problem(merged, "profile")
     assert problem is not None and line in problem and "\n" not in problem, problem
+
+
+def test_the_plan_schema_allows_the_workers_the_command_line_does() -> None:
+    workers = schema.load("plan")["items"]["properties"]["workers"]
+    assert (workers["minimum"], workers["maximum"]) == (1, MAX_COUNT)
+    assert str(MAX_COUNT) in workers["errorMessage"]

@@ -109,21 +109,7 @@ class _Rules:
             return None
         if "manifests" in run:
             return self.deploy_folder(run, dispatcher)
-        image = run.get("image")
-        if image is not None and "command" in run:
-            self.fail(
-                "spec.run.command",
-                "with spec.run.image the image's entrypoint runs: give its arguments as"
-                " spec.run.args",
-            )
-        if image is None and "args" in run:
-            self.fail(
-                "spec.run.args",
-                "goes with spec.run.image (a container's arguments); a host process takes"
-                " spec.run.command",
-            )
-        if "command" not in run and image is None:
-            self.fail("spec.run.command", "required when spec.run is set (or spec.run.image)")
+        image = run.get("image")  # the schema keeps command, image and manifests apart
         # `command` keeps the argv template either way: a host command, or an image's args
         argv_field = "spec.run.args" if image is not None else "spec.run.command"
         command = tuple(run.get("args" if image else "command") or ())
@@ -137,7 +123,7 @@ class _Rules:
             self.fail(uses_binary[0], "{binary} needs spec.run.goBuild (the Go module to build)")
         pod = run.get("podEnvironment", True)
         if image is not None:
-            self.container_values(command, env, pod)
+            self.container_values(command, env)
         else:
             self.executable(command[0], dispatcher)
         return RunSpec(
@@ -157,12 +143,6 @@ class _Rules:
         """spec.run.manifests: the vendor's YAML says how the dispatcher runs; the profile
         may add goBuild (what the image's executable is built from), env, replicas, rbac
         and objects."""
-        for key in ("command", "args", "image", "podEnvironment"):
-            if key in run:
-                self.fail(
-                    f"spec.run.{key}",
-                    "the Deployment in spec.run.manifests says how the dispatcher runs; drop it",
-                )
         entries = run["manifests"]
         try:
             folder = deploy.read(
@@ -247,12 +227,10 @@ class _Rules:
                 "spec.run.command[0]", f"executable {shown(exe)} not found on PATH or as a path"
             )
 
-    def container_values(self, command: tuple[str, ...], env: dict[str, str], pod: bool) -> None:
+    def container_values(self, command: tuple[str, ...], env: dict[str, str]) -> None:
         """In a container there is no host kubeconfig, and host paths mean nothing unless
         mounted: {kubeconfig} is refused, and {profile_dir}/... must name a file (which the
         harness mounts into the container and points the value at)."""
-        if not pod:
-            self.fail("spec.run.podEnvironment", "an image always runs as in a Pod; drop it")
         values = {"profile_dir": str(self.base.resolve())}
         fields = [(f"spec.run.args[{i}]", a) for i, a in enumerate(command)]
         fields += [(f"spec.run.env.{schema.key(k)}", v) for k, v in env.items()]

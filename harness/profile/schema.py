@@ -61,7 +61,10 @@ def problem(doc: Any, name: str) -> str | None:
     found = non_string_key(doc, ())
     if found:
         return found
-    error = best_match(_Validator(load(name)).iter_errors(doc))
+    errors = list(_Validator(load(name)).iter_errors(doc))
+    # a value that is wrong says more than a field that is missing beside it (an image of
+    # the wrong type, rather than the command it would make required)
+    error = best_match([e for e in errors if e.validator != "required"] or errors)
     return None if error is None else say(error)
 
 
@@ -108,9 +111,10 @@ def say(error: ValidationError) -> str:
     if "propertyNames" in error.absolute_schema_path:  # about a key: name it
         return f"{field([*path, value])}: {worded or 'not a valid key'}"
     if kind == "required":
-        missing = expected
-        absent = next(k for k in missing if k not in value)
-        return _required([*path, absent], schema["properties"].get(absent, {}))
+        absent = next(k for k in expected if k not in value)
+        if "errorMessage" in schema:  # a field required only with others: why
+            return f"{field([*path, absent])}: {schema['errorMessage']}"
+        return _required([*path, absent], schema.get("properties", {}).get(absent, {}))
     if kind == "dependencies":
         needed = next(k for k in expected if k not in value)
         return _required([*path, needed], schema["properties"].get(needed, {}))
