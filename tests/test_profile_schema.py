@@ -201,3 +201,22 @@ def test_the_plan_schema_allows_the_workers_the_command_line_does() -> None:
     workers = schema.load("plan")["items"]["properties"]["workers"]
     assert (workers["minimum"], workers["maximum"]) == (1, MAX_COUNT)
     assert str(MAX_COUNT) in workers["errorMessage"]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        ("spec.claims.features", ["HighAvailabilty"], "; did you mean HighAvailability? (known:"),
+        ("spec.claims.ordering", "tier", "got 'tier'; did you mean tiers?"),
+        ("spec.knob", {}, "spec.knob: unknown field; did you mean knobs? (known:"),
+    ],
+)
+def test_a_near_miss_says_what_was_meant(path: str, value: Any, said: str) -> None:
+    doc = copy.deepcopy(FULL)
+    *parents, last = path.split(".")
+    node = doc
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    problem = schema.problem(doc, "profile")
+    assert problem is not None and said in problem, problem

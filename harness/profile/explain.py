@@ -49,7 +49,7 @@ def plan(profile: Profile, workers: Sequence[str], catalogue: Mapping[str, Check
 
 def _start(profile: Profile, run: RunSpec) -> list[tuple[str, str]]:
     rows = [("starts", _how(profile, run))]
-    if run.image is None:
+    if run.image is None and "{binary}" not in run.command[0]:
         rows.append(("executable", _executable(profile, run)))
     if run.go_build is not None:
         built = toolchain.go_module_binary(run.go_build)
@@ -97,8 +97,6 @@ def _network(run: RunSpec) -> str:
 def _executable(profile: Profile, run: RunSpec) -> str:
     """Where the host command's executable is found (python is mkdc's interpreter)."""
     first = run.command[0]
-    if "{binary}" in first:
-        return "{binary}: built from goBuild"
     values = {"profile_dir": str(profile.path.parent.resolve())}
     return find_executable(fill(first, values), profile.path.parent) or f"{first}: not found"
 

@@ -12,6 +12,7 @@ extension) where it has them.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import re
@@ -119,15 +120,16 @@ def say(error: ValidationError) -> str:
         needed = next(k for k in expected if k not in value)
         return _required([*path, needed], schema["properties"].get(needed, {}))
     if kind == "additionalProperties":
-        extra = next(k for k in value if k not in schema.get("properties", {}))
-        known = ", ".join(schema.get("properties", {}))
-        return f"{field([*path, extra])}: unknown field (known: {known})"
+        names = list(schema.get("properties", {}))
+        extra = next(k for k in value if k not in names)
+        known = f"(known: {', '.join(names)})"
+        return f"{field([*path, extra])}: unknown field{_close(extra, names)} {known}"
     if kind == "uniqueItems":
         i = next(i for i, item in enumerate(value) if item in value[:i])
         return f"{field([*path, i])}: duplicate {shown(value[i])}"
     if worded and kind == "enum":
         known = ", ".join(str(o) for o in expected)
-        return f"{field(path)}: {worded} {_quoted(value)} (known: {known})"
+        return f"{field(path)}: {worded} {_quoted(value)}{_close(value, expected)} (known: {known})"
     if worded:
         return f"{field(path)}: {worded}, got {shown(value)}"
     if kind == "type":
@@ -138,7 +140,9 @@ def say(error: ValidationError) -> str:
         return f"{field(path)}: must be {said}, got {got}"
     if kind == "enum":
         options = ", ".join(str(o) for o in expected if o is not None)
-        return f"{field(path)}: must be one of {options}, got {shown(value)}"
+        return (
+            f"{field(path)}: must be one of {options}, got {shown(value)}{_close(value, expected)}"
+        )
     if kind == "const":
         return f"{field(path)}: must be {expected}, got {shown(value)}"
     if kind == "minimum":
@@ -192,6 +196,13 @@ def _required(path: list[Any], schema: dict[str, Any]) -> str:
         hint = hint[:-1] if hint.endswith(".") and not hint.endswith("...") else hint
         hint = hint[:1].lower() + hint[1:] if hint[1:2].islower() else hint
     return f"{field(path)}: required" + (f" ({hint})" if hint else "")
+
+
+def _close(value: Any, names: Sequence[Any]) -> str:
+    """ "; did you mean X?" for a near miss of a name (a typo), else nothing."""
+    words = [n for n in names if isinstance(n, str)]
+    close = difflib.get_close_matches(value, words, n=1) if isinstance(value, str) else []
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _quoted(value: Any) -> str:
