@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness import suite
-from harness.cluster import identity, multikueue, toolchain
+from harness.cluster import multikueue, toolchain
 from harness.durations import format_duration
 from harness.profile import objects
 from harness.profile.model import (
@@ -61,11 +61,7 @@ def _start(profile: Profile, run: RunSpec) -> list[tuple[str, str]]:
     writes = profile.nomination_writes or "the default for the Kueue version"
     rows.append(("writes", f"nominations by {writes}"))
     rows.append(("privileges", BASELINE))
-    rbac = run.rbac
-    for line in identity.describe_rules(rbac.cluster_rules, None) + identity.describe_rules(
-        rbac.namespace_rules, DEFAULT_NAMESPACE
-    ):
-        rows.append(("", f"+ {line}"))
+    rows += [("", f"+ {line}") for line in run.rbac.described()]
     if run.env:
         rows.append(("env", ", ".join(sorted(run.env))))
     return rows

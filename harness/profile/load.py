@@ -27,6 +27,7 @@ from harness.profile.model import (
     DEFAULT_NAMESPACE,
     DEFAULT_READY_TIMEOUT,
     PER_SCENARIO,
+    PLACEHOLDER_RE,
     PLACEHOLDERS,
     Claims,
     EnvironmentSpec,
@@ -47,7 +48,6 @@ MAX_PROFILE_BYTES = 1024 * 1024
 MAX_DEPTH = 32
 MAX_NODES = 10_000
 
-_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET_NAME_RE = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?")  # a DNS subdomain
 _DURATION_WORDS = schema.load("profile")["definitions"]["duration"]["errorMessage"]
 
@@ -269,7 +269,7 @@ class _Rules:
         )
 
     def placeholders_known(self, text: str, where: str) -> None:
-        for match in _PLACEHOLDER_RE.finditer(text):
+        for match in PLACEHOLDER_RE.finditer(text):
             if match.group(1) not in PLACEHOLDERS:
                 known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
                 self.fail(where, f"unknown placeholder {match.group(0)} (known: {known})")

@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.cluster import toolchain
+from harness.cluster import identity, toolchain
 from harness.errors import UserError, shown, shown_path
 from harness.profile import schema
 from harness.profile.deploy import DeployFolder
 from harness.profile.objects import Objects
 from harness.userfiles import display, file_problem, is_file
 
-API_VERSION = schema.load("profile")["properties"]["apiVersion"]["const"]
-KIND = schema.load("profile")["properties"]["kind"]["const"]
+API_VERSION: str = schema.load("profile")["properties"]["apiVersion"]["const"]
 
 DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
@@ -43,7 +42,7 @@ DEFAULT_READY_TIMEOUT = 60.0
 
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "dispatchers" / "profiles"
 
-_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PYTHON_NAMES = ("python", "python3")
 
 StepSize = int | Literal["all"]
@@ -58,6 +57,12 @@ class Rbac:
 
     def __bool__(self) -> bool:
         return bool(self.cluster_rules or self.namespace_rules)
+
+    def described(self) -> list[str]:
+        """Every rule in words, as the report's `privileges` and the plan say them."""
+        return identity.describe_rules(self.cluster_rules, None) + identity.describe_rules(
+            self.namespace_rules, DEFAULT_NAMESPACE
+        )
 
 
 @dataclass(frozen=True)
@@ -250,7 +255,7 @@ def available_profiles() -> list[str]:
 
 def fill(text: str, values: Mapping[str, str]) -> str:
     """Replace only the known {placeholders}; other braces (JSON args) stay as they are."""
-    return _PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+    return PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
 def find_executable(exe: str, profile_dir: Path) -> str | None:

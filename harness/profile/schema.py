@@ -4,10 +4,10 @@ one line each.
 
 The schema is the contract: editors complete and check a profile from it (the YAML
 language server), and `jsonschema` checks structure, types, enums, patterns and required
-fields here. An error is said as the old hand-written checks said it: the field path
-(`spec.run.replicas`, `spec.environment.clusters[1]`), then what is wrong and what is
-right, from the schema's own words (`errorMessage`, `patternErrorMessage`, the editors'
-extension) where it has them.
+fields here. An error is one line: the field path (`spec.run.replicas`,
+`spec.environment.clusters[1]`), then what is wrong and what is right, in the schema's
+own words (`errorMessage`, `patternErrorMessage`, the editors' extension) where it has
+them, so the console and the editor say the same.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def problem(doc: Any, name: str) -> str | None:
     # a value that is wrong says more than a field that is missing beside it (an image of
     # the wrong type, rather than the command it would make required)
     error = best_match([e for e in errors if e.validator != "required"] or errors)
-    return None if error is None else say(error)
+    return None if error is None else _say(error)
 
 
 def non_string_key(node: Any, path: tuple[Any, ...]) -> str | None:
@@ -102,7 +102,7 @@ def key(name: str) -> str:
     return name if _PLAIN_KEY_RE.fullmatch(name) else shown(name)
 
 
-def say(error: ValidationError) -> str:
+def _say(error: ValidationError) -> str:
     """One jsonschema error as `field path: what is wrong, got what`."""
     path = list(error.absolute_path)
     schema: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
@@ -133,8 +133,7 @@ def say(error: ValidationError) -> str:
     if worded:
         return f"{field(path)}: {worded}, got {shown(value)}"
     if kind == "type":
-        wanted = expected
-        types = [wanted] if isinstance(wanted, str) else wanted
+        types = [expected] if isinstance(expected, str) else expected
         said = " or ".join(TYPE_WORDS.get(t, t) for t in types if t != "null")
         got = shown(value) if isinstance(value, bool) else _type(value)
         return f"{field(path)}: must be {said}, got {got}"
@@ -199,7 +198,7 @@ def _required(path: list[Any], schema: dict[str, Any]) -> str:
 
 
 def _close(value: Any, names: Sequence[Any]) -> str:
-    """ "; did you mean X?" for a near miss of a name (a typo), else nothing."""
+    """A "did you mean X?" for a near miss of a name (a typo), else nothing."""
     words = [n for n in names if isinstance(n, str)]
     close = difflib.get_close_matches(value, words, n=1) if isinstance(value, str) else []
     return f"; did you mean {close[0]}?" if close else ""
