@@ -367,6 +367,20 @@ def cmd_report_verify(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def cmd_profile_check(args: argparse.Namespace) -> int:
+    """Validate a profile and say the plan a run would follow; no cluster, no build."""
+    from harness.orchestrate.options import Options
+    from harness.orchestrate.run import worker_names
+    from harness.profile import explain, load_profile
+
+    profile = load_profile(args.profile)
+    workers = worker_names(Options(profile=args.profile, workers=args.workers), profile)
+    print(explain.header(profile.path))
+    for line in explain.plan(profile, workers, load_suite().catalogue):
+        print(line)
+    return 0
+
+
 def cmd_checks(_args: argparse.Namespace) -> int:
     suite = load_suite()
     for check in suite.catalogue.values():
@@ -466,6 +480,16 @@ def build_parser() -> argparse.ArgumentParser:
     v = rsub.add_parser("verify", help="check a report as a submission gate would")
     v.add_argument("file")
     v.set_defaults(func=cmd_report_verify)
+    p = sub.add_parser("profile", help="work with profiles")
+    psub = p.add_subparsers(dest="profile_command", required=True)
+    c = psub.add_parser(
+        "check", help="validate a profile and say what a run would do, with no cluster"
+    )
+    c.add_argument("profile", help="a built-in profile name or a path")
+    c.add_argument(
+        "--workers", type=_count, default=None, help="default: the profile's clusters, else 4"
+    )
+    c.set_defaults(func=cmd_profile_check)
     p = sub.add_parser("checks", help="list the check catalogue")
     p.set_defaults(func=cmd_checks)
     return parser

@@ -23,6 +23,18 @@ class EnvironmentLimit(Exception):
     passed or failed."""
 
 
+# JSON Schema's types as a message says them (the profile's and the report's schemas)
+TYPE_WORDS = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
 def shown(value: Any) -> str:
     """A value the user wrote, quoted for a message: repr (so a newline stays on the line),
     cut short when long (a 1 MB string would drown the message)."""

@@ -471,7 +471,9 @@ def faulty_profile(fault: str) -> str:
     It claims exactly what the reference claims: the point is that those claims are false."""
     f = FAULTS[fault]
     base = "reference-ha" if f.replicas > 1 else "reference"
-    doc = yaml.safe_load((ROOT / "dispatchers" / "profiles" / f"{base}.yaml").read_text())
+    text = (ROOT / "dispatchers" / "profiles" / f"{base}.yaml").read_text()
+    doc = yaml.safe_load(text)
+    schema_line = [line for line in text.splitlines()[:1] if "yaml-language-server" in line]
     doc["metadata"] = {
         "name": f"faulty-{fault}",
         "annotations": {MUST_FAIL_ANNOTATION: ",".join(EXPECTED[fault].kills)},
@@ -486,6 +488,7 @@ def faulty_profile(fault: str) -> str:
     source = f.planner if f.controller.__doc__ is None or f.replicas == 1 else f.controller
     why = " ".join((source.__doc__ or f.breaks).split())
     header = [
+        *schema_line,
         f"# Faulty dispatcher {fault!r} (dispatchers/faulty/): the {base} dispatcher",
         f"# with one promise broken: {f.breaks}.",
         *_wrap(why, "# "),

@@ -70,8 +70,8 @@ def test_the_built_in_image_profile_builds_the_go_example(tmp_path: Path) -> Non
     ("run", "field", "words"),
     [
         ({"image": "Has Spaces:v1"}, "spec.run.image", "not an image reference"),
-        ({"image": ""}, "spec.run.image", "must not be blank"),
-        ({"image": 3}, "spec.run.image", "must be a non-empty string"),
+        ({"image": ""}, "spec.run.image", "not an image reference"),
+        ({"image": 3}, "spec.run.image", "must be a string, got int"),
         ({"args": ["x", "--kubeconfig={kubeconfig}"]}, "spec.run.args[1]", "no meaning"),
         ({"env": {"KUBECONFIG": "{kubeconfig}"}}, "spec.run.env.KUBECONFIG", "no meaning"),
         ({"env": {"C": "{profile_dir}/missing.yaml"}}, "spec.run.env.C", "must name a file"),

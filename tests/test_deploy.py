@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import deploy
 from harness.errors import UserError
 from harness.orchestrate.dispatcher import downward_api, volumes
-from harness.profile import load_profile
+from harness.profile import deploy, load_profile
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "dispatchers" / "example-go" / "deploy"
 PROFILES = Path(__file__).resolve().parents[1] / "dispatchers" / "profiles"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness import objects
 from harness.cluster.environment import Cluster, Environment
+from harness.profile import objects
 
 PRICES: dict[str, Any] = {
     "apiVersion": "v1",

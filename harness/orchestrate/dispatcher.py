@@ -20,9 +20,9 @@ from harness.cluster import exitcause, mountns
 from harness.cluster.identity import Credentials, account_name
 from harness.cluster.kueue_install import NAMESPACE
 from harness.cluster.procs import Supervisor
-from harness.deploy import Pod
 from harness.errors import UserError
 from harness.profile import Profile
+from harness.profile.deploy import Pod
 from harness.recording.recorder import audit_read
 
 SETTLE_SECONDS = 3.0  # a replica that is still alive this long after start counts as started

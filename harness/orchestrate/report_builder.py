@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import results
-from harness.cluster import identity
 from harness.cluster.environment import Environment
-from harness.cluster.kueue_install import NAMESPACE
 from harness.orchestrate.options import Options
 from harness.profile import Profile
 from harness.recording.timeline import Timeline
@@ -139,9 +137,4 @@ def _test_name(name: str) -> str:
 
 def privileges(profile: Profile) -> list[str]:
     """Every rule granted to the dispatcher beyond the baseline role, in words."""
-    if profile.run is None:
-        return []
-    rbac = profile.run.rbac
-    return identity.describe_rules(rbac.cluster_rules, None) + identity.describe_rules(
-        rbac.namespace_rules, NAMESPACE
-    )
+    return [] if profile.run is None else profile.run.rbac.described()

@@ -26,7 +26,6 @@ from typing import Any
 
 import psutil
 
-from harness import objects
 from harness.cluster import faults, identity, kube, mountns, procs, rundir, toolchain, versions
 from harness.cluster.environment import Environment
 from harness.cluster.kueue_install import KUEUE_ADMISSION, NAMESPACE
@@ -37,7 +36,7 @@ from harness.orchestrate import container, control
 from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
 from harness.orchestrate.options import Options
 from harness.orchestrate.report_builder import build_report, due, environment_section, privileges
-from harness.profile import SHARED, Profile, RunSpec, load_profile
+from harness.profile import SHARED, Profile, RunSpec, explain, load_profile, objects
 from harness.providers import FAULTS
 from harness.report import UNDECIDED, Report, write_all
 from harness.scenarios import inventory, progress, scenario, slots
@@ -352,6 +351,7 @@ def judge(
     deleted, they would linger behind what uses them, and the next run would find them
     there, or make them again, only to see them go."""
     profile, opts, report_dir = p.profile, p.opts, p.report_dir
+    explain.announce(profile, [w.name for w in env.workers], log)
     with contextlib.ExitStack() as stack:
         last_run = _fresh_report_dir(report_dir, env)
         claims = None  # one environment runs every scenario that runs alone

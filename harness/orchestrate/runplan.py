@@ -22,13 +22,12 @@ from typing import Any
 
 import yaml
 
-from harness.counts import MAX_COUNT, valid_count
-from harness.errors import UserError, shown, shown_path
+from harness.errors import UserError, one_line, shown_path
 from harness.orchestrate.options import Options
+from harness.profile import schema
 from harness.userfiles import read_text
 
 MAX_PLAN_BYTES = 1 << 20
-KEYS = ("profile", "checks", "skipChecks", "reportDir", "workers")
 
 
 def for_profiles(profiles: Sequence[str], base: Options, report_dir: str | None) -> list[Options]:
@@ -46,7 +45,8 @@ def _folder(root: Path, profile: str) -> Path:
 
 
 def read(path: Path, base: Options, report_dir: str | None) -> list[Options]:
-    """The runs a plan file lists; UserError naming the file and the entry when wrong."""
+    """The runs a plan file lists; UserError naming the file and the entry when wrong
+    (the contract is harness/profile/plan.schema.json)."""
     label = f"--plan {shown_path(path)}"
     try:
         doc = yaml.safe_load(read_text(path, label, MAX_PLAN_BYTES))
@@ -54,51 +54,29 @@ def read(path: Path, base: Options, report_dir: str | None) -> list[Options]:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise UserError(f"{label}: not YAML{where}: write a list of runs") from None
-    if not isinstance(doc, list) or not doc:
-        raise UserError(f"{label}: must be a non-empty list of runs (- profile: NAME)")
+    problem = schema.problem(doc, "plan")
+    if problem:
+        raise UserError(one_line(f"{label}: {problem}"))
     root = Path(report_dir or "reports")
-    return [_entry(f"{label} entry {i}", item, base, root) for i, item in enumerate(doc, 1)]
+    return [_entry(item, base, root) for item in doc]
 
 
-def _entry(label: str, item: Any, base: Options, root: Path) -> Options:
-    if not isinstance(item, dict):
-        raise UserError(f"{label}: must be a mapping with a profile")
-    unknown = [k for k in item if k not in KEYS]
-    if unknown:
-        raise UserError(f"{label}: unknown key {shown(str(unknown[0]))} (known: {', '.join(KEYS)})")
-    profile = item.get("profile")
-    if not isinstance(profile, str) or not profile:
-        raise UserError(f"{label}: profile must name a profile")
-    folder = item.get("reportDir", _folder(root, profile))
-    if not isinstance(folder, str | Path) or not str(folder):
-        raise UserError(f"{label}: reportDir must be a folder path")
+def _entry(item: dict[str, Any], base: Options, root: Path) -> Options:
+    profile = item["profile"]
     return dataclasses.replace(
         base,
         profile=profile,
-        report_dir=Path(folder),
-        checks=_ids(label, item, "checks", base.checks),
-        skip_checks=_ids(label, item, "skipChecks", base.skip_checks),
-        workers=_workers(label, item, base.workers),
+        report_dir=Path(item.get("reportDir", _folder(root, profile))),
+        checks=_ids(item, "checks", base.checks),
+        skip_checks=_ids(item, "skipChecks", base.skip_checks),
+        workers=item.get("workers", base.workers),
     )
 
 
-def _workers(label: str, item: dict[str, Any], default: int | None) -> int | None:
-    """A run's own worker count: a whole number in 1..MAX_COUNT."""
-    if "workers" not in item:
-        return default
-    value = item["workers"]
-    if not valid_count(value):
-        raise UserError(f"{label}: workers must be a whole number from 1 to {MAX_COUNT}")
-    return value
-
-
-def _ids(label: str, item: dict[str, Any], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+def _ids(item: dict[str, Any], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
     """A list of check IDs, or one comma-separated string of them."""
     if key not in item:
         return default
     value = item[key]
-    if isinstance(value, str):
-        value = value.split(",")
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UserError(f"{label}: {key} must be a list of check IDs")
-    return tuple(v.strip() for v in value if v.strip())
+    values = value.split(",") if isinstance(value, str) else value
+    return tuple(v.strip() for v in values if v.strip())

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.errors import UserError
+from harness.errors import TYPE_WORDS, UserError
 from harness.report.model import (
     ERROR,
     FAILED,
@@ -160,17 +160,6 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-_KINDS = {
-    "object": "a mapping",
-    "array": "a list",
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "null": "null",
-}
-
-
 def _line(error: ValidationError, doc: Any) -> str:
     """One schema error in words, at its place in the document."""
     where = _where(error.absolute_path, doc)
@@ -182,7 +171,7 @@ def _line(error: ValidationError, doc: Any) -> str:
         return f"{inside}{names[0] if names else '?'}: required"
     if kind == "type":
         kinds = [want] if isinstance(want, str) else list(want)
-        return f"{where}: must be {' or '.join(_KINDS.get(k, k) for k in kinds)}, got {got}"
+        return f"{where}: must be {' or '.join(TYPE_WORDS.get(k, k) for k in kinds)}, got {got}"
     if kind == "const":
         return f"{where}: must be {want}, got {got}"
     if kind == "enum":

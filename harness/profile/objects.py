@@ -2,7 +2,7 @@
 a Secret per cluster named by its own rule, a CRD of its own.
 
 Each entry is a file or a folder of YAML (relative to the profile) or a manifest written
-inline. String values may hold placeholders (see harness.templates): `{namespace}` (Kueue's
+inline. String values may hold placeholders (see harness.profile.templates): `{namespace}` (Kueue's
 namespace on the manager, where the dispatcher runs), `{dispatcher_name}`, and `{cluster}`:
 a worker's name. A manager object that names `{cluster}` is made once per worker; a
 `workers` object on every worker, with `{cluster}` its own name. A namespaced object
@@ -14,18 +14,18 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from kubernetes.client.rest import ApiException
 
-from harness import templates
 from harness.cluster import kube
 from harness.cluster.environment import Cluster, Environment
 from harness.errors import UserError, one_line
+from harness.profile import templates
 
 PLACES = ("manager", "workers")
 PLACEHOLDERS = ("namespace", "dispatcher_name", "cluster")
@@ -81,21 +81,50 @@ def rendered(
     objects: Objects, env: Environment, namespace: str, dispatcher_name: str
 ) -> Iterator[tuple[Cluster, dict[str, Any]]]:
     """(cluster, manifest) for every object to make, placeholders filled."""
+    return _rendered(objects, env.manager, env.workers, namespace, dispatcher_name)
+
+
+def planned(
+    objects: Objects, workers: Sequence[str], namespace: str, dispatcher_name: str
+) -> list[str]:
+    """What `rendered` would make on clusters of these names, a line each (no cluster
+    needed: `mkdc profile check` says it)."""
+    places = _rendered(
+        objects, _Named("manager"), [_Named(w) for w in workers], namespace, dispatcher_name
+    )
+    return [f"{_name(doc)} on {place.name}" for place, doc in places]
+
+
+@dataclass(frozen=True)
+class _Named:
+    name: str
+
+
+_Place = TypeVar("_Place", Cluster, _Named)
+
+
+def _rendered(
+    objects: Objects,
+    manager: _Place,
+    workers: Sequence[_Place],
+    namespace: str,
+    dispatcher_name: str,
+) -> Iterator[tuple[_Place, dict[str, Any]]]:
     values = {"namespace": namespace, "dispatcher_name": dispatcher_name}
     if not objects.templated:
         for doc in objects.manager:
-            yield env.manager, copy.deepcopy(doc)
-        for worker in env.workers:
+            yield manager, copy.deepcopy(doc)
+        for worker in workers:
             for doc in objects.workers:
                 yield worker, copy.deepcopy(doc)
         return
     for doc in objects.manager:
         if any("cluster" in templates.names(t) for t in _strings(doc)):
-            for worker in env.workers:
-                yield env.manager, _render(doc, {**values, "cluster": worker.name}, namespace)
+            for worker in workers:
+                yield manager, _render(doc, {**values, "cluster": worker.name}, namespace)
         else:
-            yield env.manager, _render(doc, {**values, "cluster": ""}, namespace)
-    for worker in env.workers:
+            yield manager, _render(doc, {**values, "cluster": ""}, namespace)
+    for worker in workers:
         for doc in objects.workers:
             yield worker, _render(doc, {**values, "cluster": worker.name}, namespace)
 

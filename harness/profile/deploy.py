@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import objects
+from harness.profile import objects
 
 RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 # pod fields the downward API gives a replica: the runner fills them per replica
@@ -327,7 +327,7 @@ def _rules(
 
 def _in_namespace(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
     """`doc` with a namespace it had set to the dispatcher's (cluster-scoped kinds lose it
-    when made: harness.objects knows which are)."""
+    when made: harness.profile.objects knows which are)."""
     meta = dict(doc["metadata"])
     if meta.get("namespace"):
         meta["namespace"] = namespace
