@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,50 @@ def test_ready_when_one_of_its_users_reads_workloads(tmp_path: Path) -> None:
     position, ready = _reads_since(log, position, users)
     assert ready
     assert position == log.stat().st_size - len('{"partial": ')
+
+
+def test_mounts_below_a_path_are_found_but_not_the_path_itself(tmp_path: Path) -> None:
+    info = tmp_path / "mountinfo"
+    line = "36 25 0:32 / {} rw,relatime shared:1 - tmpfs tmpfs rw\n"
+    info.write_text(line.format("/") + line.format("/run") + line.format("/run/docker/netns/x"))
+    assert mountns.mounts_below("/run", str(info))
+    assert not mountns.mounts_below("/run/docker/netns/x", str(info))
+    assert not mountns.mounts_below("/etc", str(info))
+
+
+def test_rootless_a_shadow_gives_a_private_top_and_keeps_the_hosts_entries(
+    request: pytest.FixtureRequest,
+) -> None:
+    """For real, as a non-root user would (a hosted runner's): a user namespace may not
+    lay an overlay over a folder with mounts below it, so /run is shadowed instead; the
+    process makes its service-account folder there and still sees /run's entries, and
+    the host's /run is left as it was."""
+    # where nobody can reach it (pytest's tmp_path is private to its user)
+    scratch = Path(tempfile.mkdtemp(prefix="mkdc-shadow-"))
+    request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    script = mountns.shadow("/run", scratch / "shadowed")
+    script += " && mkdir -p /run/mkdc-probe/sa && echo t0ken > /run/mkdc-probe/sa/token"
+    script += " && cat /var/run/mkdc-probe/sa/token && ls /run"
+    argv = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
+    argv += ["sh", "-c", script]
+    if os.geteuid() == 0:  # as nobody, the way a non-root user runs it
+        for path in (scratch, scratch / "shadowed"):
+            os.chown(path, 65534, 65534)
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    if out.returncode != 0 and "Operation not permitted" in out.stderr:
+        pytest.skip(f"this kernel allows no user namespace here: {out.stderr.strip()}")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.split()
+    assert lines[0] == "t0ken"
+    assert set(os.listdir("/run")) <= set(lines[1:]) | {"mkdc-probe"}
+    assert not os.path.exists("/run/mkdc-probe")
+
+
+def test_rootless_the_overlay_of_a_folder_with_mounts_below_is_a_shadow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mountns.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(mountns, "mounts_below", lambda target: target == "/run")
+    assert "mount -t tmpfs" in mountns.overlay("/run", tmp_path / "u", tmp_path / "w")
+    assert mountns.overlay("/etc", tmp_path / "u", tmp_path / "w").startswith("mount -t overlay")

@@ -95,11 +95,40 @@ def own_network(ports: Sequence[int]) -> list[str]:
 
 
 def overlay(target: str | Path, upper: Path, work: Path) -> str:
-    """A shell command that lays a writable private layer over `target` (host unchanged)."""
+    """A shell command that lays a writable private layer over `target` (host unchanged).
+
+    Rootless, where mounts lie below `target`, the kernel refuses it as an overlay's lower
+    layer (a user namespace may not clone a mount with locked mounts under it: a hosted
+    runner's /run, Docker's network namespaces in /run here): a `shadow` instead."""
+    if os.geteuid() != 0 and mounts_below(target):
+        return shadow(target, upper.with_name(upper.name + "-shadowed"))
     upper.mkdir(mode=0o700, parents=True, exist_ok=True)
     work.mkdir(mode=0o700, parents=True, exist_ok=True)
     options = f"lowerdir={target},upperdir={upper},workdir={work}"
     return f"mount -t overlay overlay -o {shlex.quote(options)} {shlex.quote(str(target))}"
+
+
+def mounts_below(target: str | Path, mountinfo: str = "/proc/self/mountinfo") -> bool:
+    """Whether anything is mounted below `target` (not at it)."""
+    prefix = os.path.realpath(target).rstrip("/") + "/"
+    with open(mountinfo) as lines:
+        return any(line.split()[4].startswith(prefix) for line in lines)
+
+
+def shadow(target: str | Path, scratch: Path) -> str:
+    """A shell command that lays a private tmpfs over `target` with each of its entries
+    bound back in: what a process makes at the top of `target` is its own, every entry it
+    had stays the host's, and the host is never written."""
+    scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+    t, o = shlex.quote(str(target)), shlex.quote(str(scratch))
+    bind_back = (
+        f'for e in {o}/* {o}/.[!.]*; do [ -e "$e" ] || [ -L "$e" ] || continue; '
+        f'n={t}/"${{e##*/}}"; '
+        'if [ -L "$e" ]; then cp -P "$e" "$n"; '
+        'elif [ -d "$e" ]; then mkdir -p "$n" && mount --rbind "$e" "$n"; '
+        'else : > "$n" && mount --bind "$e" "$n"; fi || exit 1; done'
+    )
+    return f"mount --rbind {t} {o} && mount -t tmpfs -o mode=755 tmpfs {t} && {{ {bind_back}; }}"
 
 
 def provide(source: Path, target: str, scratch: Path, *, folder: bool | None = None) -> list[str]:
