@@ -6,8 +6,8 @@ Only the steps that need the internet get a local equivalent, and the record say
 `actions/checkout` copies a folder given by the caller; `actions/setup-go` and
 `actions/setup-python` take this machine's Go and Python; `actions/cache` restores the
 newest saved copy whose key matches (the key or one of `restore-keys` as a prefix) from a
-local store, and saves the paths under the key at the end when it was not an exact hit,
-as the action's post step does; `actions/upload-artifact` copies the files to a folder."""
+local store, and saves the paths under the key at the end of a job that succeeded when it
+was not an exact hit, as the action's post step does; `actions/upload-artifact` copies the files to a folder."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ class Runner:
             record.steps.append(
                 StepRecord(step_name(step), how, time.monotonic() - started, rc, out)
             )
-        for key, paths in self._saves:  # the cache action's post step
+        for key, paths in self._saves if record.ok else []:  # the cache action's post step
             started = time.monotonic()
             self._save(key, paths)
             record.steps.append(
