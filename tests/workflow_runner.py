@@ -7,7 +7,8 @@ Only the steps that need the internet get a local equivalent, and the record say
 `actions/setup-python` take this machine's Go and Python; `actions/cache` restores the
 newest saved copy whose key matches (the key or one of `restore-keys` as a prefix) from a
 local store, and saves the paths under the key at the end of a job that succeeded when it
-was not an exact hit, as the action's post step does; `actions/upload-artifact` copies the files to a folder."""
+was not an exact hit, as the action's post step does; `actions/upload-artifact` copies
+the files to a folder."""
 
 from __future__ import annotations
 
