@@ -23,6 +23,7 @@ from harness.results import ScenarioResult
 from harness.scenarios import progress
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Result, Session, current
+from suites.actions import describe
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
 from suites.scorecard import scorecard
 
@@ -194,6 +195,7 @@ def _write(session: Session, record: ScenarioResult) -> None:
         result=str(record.result),
         message=record.message,
         durationSeconds=record.duration_seconds,
+        dispatcher=record.dispatcher_actions.headline() if record.dispatcher_actions else "",
     )
 
 
@@ -274,8 +276,11 @@ def _record(
     excuse = excused(CATALOGUE[check_id], result, sc, origin)
     if excuse:
         result, why = Result.UNDECIDED, f"{excuse}: not judged ({result}: {why or verdict.message})"
+    actions = None
     if result == Result.FAILED:
         sc.failed[check_id] = why or verdict.message
+        own = sorted(set(sc.jobs.values()) - sc.foreign)
+        actions = describe(tl, b, own, audited=_audited(sc))
     _write(
         current(),
         ScenarioResult(
@@ -298,8 +303,16 @@ def _record(
             ),
             timeouts=b.report_timeouts(),
             shape=sc.shape.to_report(),
+            dispatcher_actions=actions,
         ),
     )
+
+
+def _audited(sc: Scenario) -> bool:
+    """Whether the manager keeps an audit log (the local provider's), so the timeline holds
+    every request of the dispatcher's; elsewhere only its nominations are seen."""
+    info = getattr(sc.ctx.env, "info", None) or {}
+    return bool(info.get("auditLog"))
 
 
 def excused(check: Check, result: Result, sc: Scenario, origin: float) -> str:

@@ -178,6 +178,21 @@ def test_a_failed_verdict_line_ends_with_the_first_line_of_its_message() -> None
     )
 
 
+def test_a_failed_verdict_line_says_what_the_dispatcher_did() -> None:
+    event = {
+        **verdict("CORE-06", "s-1", "failed", 160, name="RedispatchAfterEviction"),
+        "message": "evicted at t=3.0s, never placed; bound 150.0s",
+        "dispatcher": "after the workload was evicted from w1 at t=3.0s it wrote nothing",
+        "elapsedSeconds": 160,
+    }
+    line = human(event, "r/pytest.log")
+    assert line is not None and line.endswith(
+        ": evicted at t=3.0s, never placed; bound 150.0s | the dispatcher: after the "
+        "workload was evicted from w1 at t=3.0s it wrote nothing"
+    )
+    assert "the dispatcher" not in str(human({**event, "dispatcher": ""}, "r/pytest.log"))
+
+
 def test_a_broken_scenario_points_at_the_log_and_a_passed_one_is_quiet() -> None:
     p = Progress()
     fed(p, start(), ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))

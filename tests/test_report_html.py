@@ -160,3 +160,17 @@ def test_the_page_needs_nothing_from_outside(tmp_path: Path) -> None:
     assert "<script" not in page and "<link" not in page and "<img" not in page
     assert "@import" not in page and "url(http" not in page
     assert re.findall(r'(?:src|href)="(?!#)[^"]*"', page) == []
+
+
+def test_what_the_dispatcher_did_sits_under_a_failed_check_before_its_picture(
+    tmp_path: Path,
+) -> None:
+    page = page_of(tmp_path)
+    section = page[page.index('id="CORE-05"') :]
+    section = section[: section.index("</section>")]
+    said = section.index("What the dispatcher did")
+    assert said < section.index('<svg class="timeline"')
+    for line in reports.ACTIONS.lines:
+        assert f"<li>{line}</li>" in section
+    passed = page[page.index('id="CORE-01"') :]
+    assert "What the dispatcher did" not in passed[: passed.index("</section>")]

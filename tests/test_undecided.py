@@ -76,6 +76,14 @@ def test_a_violation_on_the_timeline_is_failed_not_undecided(session: Path) -> N
     broke(scenario(["CORE-03"], CREATED, INSIDE, placed, again))
     got = results(session)["CORE-03"]
     assert got["result"] == "failed" and "while placed on sc-w1" in got["message"]
+    # what the dispatcher did comes with it (no audit log offline: its nominations as seen)
+    assert got["dispatcherActions"]["lines"][0].startswith(
+        "after the workload was placed on sc-w1 at t=4.0s it wrote 1 time(s): [sc-w2] at t=8.0s"
+    )
+    said = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    verdict = next(e for e in said if e.get("check") == "CORE-03")
+    assert verdict["dispatcher"].startswith("after the workload was placed on sc-w1")
+    assert results(session)["CORE-01"]["dispatcherActions"] is None  # passed: nothing to tell
 
 
 def test_a_wait_that_is_the_decision_point_fails_the_check(session: Path) -> None:

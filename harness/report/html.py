@@ -361,6 +361,8 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}
 nav{font-size:.9em;margin:6px 0}nav a{margin-right:12px}
 .finding{border-left:4px solid #a01010;padding:2px 12px;margin:10px 0}
 .finding h4{margin:4px 0}
+.actions{border-left:4px solid #3182bd;padding:2px 12px;margin:10px 0}
+.actions h4{margin:4px 0}.actions ul{margin:4px 0;padding-left:20px}
 .check{border:1px solid #e2e2e2;border-radius:6px;padding:8px 16px;margin:16px 0}
 .check.failed,.check.undecided{border-left:6px solid currentColor}
 .check.failed,.check.undecided,.check.passed,.check.skipped,.check.not-supported{
@@ -530,6 +532,13 @@ def _check_section(
             + f" · seen in: {_h(', '.join(f['scenarios']) or 'the run')}</p></div>"
         )
     evidence = []
+    actions = entry.get("dispatcherActions")
+    if actions:
+        evidence.append(
+            '<div class="actions"><h4>What the dispatcher did</h4><ul>'
+            + "".join(f"<li>{_h(line)}</li>" for line in actions["lines"])
+            + "</ul></div>"
+        )
     if entry.get("measured"):
         evidence.append("<h4>Measured</h4>" + _kv_table(entry["measured"]))
     timeline = check.timeline

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__, userfiles
 from harness.recording.timeline import Timeline
 from harness.report.redaction import first_line, iso, plain, report_text
+from harness.results import DispatcherActions
 from harness.scenarios.session import Result
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ class CheckResult:
     duration_seconds: float = 0.0
     timeline: Timeline | None = None
     measured: dict[str, Any] = field(default_factory=dict)
+    # what the dispatcher did in the scenario that decided it (a failed check)
+    dispatcher_actions: DispatcherActions | None = None
 
     def __post_init__(self) -> None:
         if self.result not in RESULTS:
@@ -216,6 +219,8 @@ class Report:
             entry["feature"] = feature
             if check.measured:
                 entry["measured"] = check.measured
+            if check.dispatcher_actions is not None:
+                entry["dispatcherActions"] = check.dispatcher_actions.to_json()
             checks.append(entry)
         environment = {key: self.environment.get(key) for key in ENVIRONMENT_FIELDS}
         environment.update(self.environment)
@@ -294,6 +299,9 @@ class Report:
                 },
             )
             message = _xml(check["message"] or "")
+            if check.get("dispatcherActions"):
+                did = "\n".join(check["dispatcherActions"]["lines"])
+                message += "\n\nwhat the dispatcher did:\n" + _xml(did)
             if check["result"] == FAILED:
                 failure = ET.SubElement(case, "failure", {"message": first_line(message)})
                 failure.text = message

@@ -277,6 +277,9 @@ def human(event: Mapping[str, Any], log: Path | str) -> str | None:
             f"{_count(event)}"
         )
         why = _first_line(event.get("message", "")) if event["result"] != "passed" else ""
+        did = _first_line(event.get("dispatcher", ""), 400)
+        if did:  # what the dispatcher itself did, beside what the timeline showed
+            why = f"{why} | the dispatcher: {did}"
         return f"{line}: {why}" if why else line
     if kind == SCENARIO_END and event.get("outcome") not in ("passed", "skipped"):
         what = _first_line(event.get("error", ""), 160)

@@ -1,0 +1,288 @@
+"""What the dispatcher did in a check's window: its own requests, in words a vendor can act on.
+
+A failed check says what the timeline showed ("evicted at t=3.0s, never placed"); this says
+what the dispatcher itself did meanwhile, from the manager's audit log as the timeline holds
+it: how many writes, to which workloads, with which lists, which were refused and why, and
+above all what it did (or did not do) after the last turn of the scenario it had to answer
+(a creation, a placement, an eviction, a config change, a restart). Findings name patterns
+across scenarios; this is one scenario's account, for the check it decided.
+
+A pure function of the timeline (scenario times, from its first event) and the bounds, so
+it is unit-tested on hand-made timelines and computed on recorded ones with the same code.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.recording.timeline import Event, Kind, Timeline
+from harness.results import DispatcherActions
+from suites.checks.queries import (
+    configured,
+    end_of,
+    inactive_at,
+    inactive_spans,
+    is_dispatcher,
+    placed_at,
+)
+from suites.checks.verdict import Bounds, at, joined
+
+SHOWN_WRITES = 4  # a line lists this many writes (or lists), then counts the rest
+# harness actions a dispatcher has to answer, as the clause "after ... at t=" reads them
+ACTIONS = {
+    "dispatcher-killed": "the dispatcher was killed",
+    "leader-killed": "the leader replica was killed",
+    "dispatcher-restarted": "the dispatcher was started again",
+    "manager-apiserver-down": "the manager's kube-apiserver went down",
+    "manager-apiserver-back": "the manager's kube-apiserver was back",
+    "manager-kueue-down": "the manager's Kueue went down",
+    "manager-kueue-back": "the manager's Kueue was back",
+    "lose-capacity": "a worker lost its capacity",
+}
+RESTARTS = ("-down", "-back", "-killed", "-restarted")  # actions after which reads tell
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A moment the dispatcher had to answer: when, in words, for which workload."""
+
+    t: float
+    clause: str  # "the workload was evicted from w1", read after "after"
+    workload: str = ""  # "" for the environment's (a config change, a restart)
+    cluster: str = ""  # the cluster it left, for an eviction
+
+
+def describe(
+    tl: Timeline, b: Bounds, workloads: Sequence[str], *, audited: bool = True
+) -> DispatcherActions:
+    """The dispatcher's own requests in the window [0, end of observation] of a scenario's
+    timeline `tl`, for the scenario's own `workloads` (foreign ones are named as such).
+    Without the manager's audit log (`audited` False: a provider that keeps none) its
+    nominations as the recorder's watch saw them stand for its writes."""
+    end = end_of(tl, b)
+    own = list(workloads)
+    writes = _writes(tl, b, end, audited)
+    turns = _turns(tl, own, end)
+    evicted_from = {t.cluster for t in turns if t.cluster}
+    names = _Names(tl, b, evicted_from, len(own) == 1 and own[0])
+    lines = [_after_turn(tl, b, writes, _anchor(tl, own, turns), end, names, audited)]
+    if writes:
+        lines.append(_totals(writes, own, b, end, names))
+    refused = [w for w in writes if w.code >= 400]
+    if refused:
+        lines.append(_refused(refused, writes, names))
+    return DispatcherActions(
+        lines=tuple(line for line in lines if line),
+        writes=len(writes),
+        nomination_writes=sum(_nominates(w) for w in writes),
+        refused=len(refused),
+        workloads=tuple(dict.fromkeys(w.workload for w in writes if w.workload)),
+        last_write=round(writes[-1].t, 1) if writes else None,
+        until=round(end, 1),
+        audited=audited,
+    )
+
+
+def _writes(tl: Timeline, b: Bounds, end: float, audited: bool) -> list[Event]:
+    """The dispatcher's writes to Workloads up to `end`: its WRITEs (every user's when it is
+    built into Kueue and has no identity of its own), else its nominations as seen."""
+    if audited:
+        return [
+            e
+            for e in tl.where(Kind.WRITE)
+            if e.t <= end and (not b.dispatcher_users or e.user in b.dispatcher_users)
+        ]
+    return [
+        e
+        for e in tl.where(Kind.NOMINATION)
+        if e.t <= end and e.names and is_dispatcher(e.writer, b)
+    ]
+
+
+def _nominates(e: Event) -> bool:
+    """A write of .status.nominatedClusterNames (a nomination as seen is one too)."""
+    return e.kind is Kind.NOMINATION or "names" in e.data
+
+
+def _turns(tl: Timeline, own: Sequence[str], end: float) -> list[Turn]:
+    """What the dispatcher had to answer up to `end`, in time order."""
+    out: list[Turn] = []
+    single = len(own) == 1
+    evicted: set[str] = set()  # workloads evicted and not placed since
+    for e in tl:
+        if e.t > end:
+            break
+        if e.workload and e.workload not in own:
+            continue
+        who = "the workload" if single else _short(e.workload)
+        if e.kind is Kind.WORKLOAD_CREATED:
+            out.append(Turn(e.t, f"{who} was created", e.workload))
+        elif e.kind is Kind.PLACEMENT and e.about_cluster:
+            evicted.discard(e.workload)
+            out.append(Turn(e.t, f"{who} was placed on {e.about_cluster}", e.workload))
+        elif e.kind in (Kind.PLACEMENT, Kind.EVICTED) and e.workload not in evicted:
+            left = placed_at(tl.of(e.workload), e.t - 1e-6) or ""
+            if left or e.kind is Kind.EVICTED:
+                # the manager's clearing of clusterName and its Evicted are one eviction
+                evicted.add(e.workload)
+                where = f" from {left}" if left else ""
+                out.append(Turn(e.t, f"{who} was evicted{where}", e.workload, left))
+        elif e.kind is Kind.CONFIG_CHANGED and any(t.workload for t in out):
+            out.append(Turn(e.t, f"the config changed to [{joined(e.clusters)}]"))
+        elif e.kind is Kind.CLUSTER_ACTIVE and e.cluster_active is False:
+            out.append(Turn(e.t, f"{e.about_cluster} went inactive"))
+        elif e.kind is Kind.ACTION and e.what in ACTIONS:
+            out.append(Turn(e.t, ACTIONS[e.what]))
+    return out
+
+
+def _anchor(tl: Timeline, own: Sequence[str], turns: list[Turn]) -> Turn | None:
+    """The last turn the dispatcher had to answer: of the workloads still unplaced at the
+    end when there are any (what it owed them), else of any."""
+    episodes = {w: placed_at(tl.of(w), float("inf")) for w in own}
+    waiting = {w for w, placed in episodes.items() if placed is None}
+    owed = [t for t in turns if not t.workload or t.workload in waiting] if waiting else turns
+    chosen = owed or turns
+    return chosen[-1] if chosen else None
+
+
+class _Names:
+    """How a write's list reads, with what a reader must know of its names: the cluster
+    the workload was evicted from, a name in no config of the workload, an inactive one."""
+
+    def __init__(self, tl: Timeline, b: Bounds, evicted_from: set[str], one: str | bool) -> None:
+        self.tl, self.b, self.evicted_from = tl, b, evicted_from
+        self.spans = inactive_spans(tl)
+        self.one = one  # the scenario's only workload, whose name a line need not repeat
+
+    def of(self, e: Event) -> str:
+        """`e` in words: its list (and notes) for a nomination, else its verb."""
+        if not _nominates(e):
+            return f"a {e.verb or 'write'}{' of ' + e.subresource if e.subresource else ''}"
+        listed = f"[{joined(e.names)}]" if e.names else "[] (cleared)"
+        allowed = configured(self.tl, self.b, e.t)
+        notes = []
+        for name in dict.fromkeys(e.names):
+            if name in self.evicted_from:
+                notes.append(f"{name}, the cluster that evicted it")
+            elif self.b.clusters and name not in allowed:
+                notes.append(f"{name}, in no config of the workload")
+            elif inactive_at(self.spans, name, e.t):
+                notes.append(f"{name}, inactive then")
+        return listed + (f" ({'; '.join(notes)})" if notes else "")
+
+    def to(self, e: Event) -> str:
+        """ " to <workload>", unless it is the scenario's only one."""
+        return "" if e.workload == self.one or not e.workload else f" to {_short(e.workload)}"
+
+
+def _after_turn(
+    tl: Timeline,
+    b: Bounds,
+    writes: list[Event],
+    turn: Turn | None,
+    end: float,
+    names: _Names,
+    audited: bool,
+) -> str:
+    """What it did after the last turn it had to answer, and its last write before it."""
+    since = turn.t if turn is not None else 0.0
+    after = [w for w in writes if w.t >= since]
+    before = [w for w in writes if w.t < since]
+    head = f"after {turn.clause} at {at(turn.t)}" if turn is not None else "in the scenario"
+    if not after:
+        line = f"{head} it wrote nothing for {end - since:.1f}s (to {at(end)})"
+        if audited and turn is not None and turn.clause in ACTIONS.values():
+            line += "; " + _last_read(tl, b, end)
+        if before:
+            last = before[-1]
+            line += f"; its last write, at {at(last.t)}, was {names.of(last)}{names.to(last)}"
+        elif audited:
+            line += "; it wrote nothing before either"
+        return line
+    shown = [f"{names.of(w)}{names.to(w)} at {at(w.t)}" for w in after[:SHOWN_WRITES]]
+    more = f" and {len(after) - SHOWN_WRITES} more" if len(after) > SHOWN_WRITES else ""
+    line = f"{head} it wrote {len(after)} time(s): {', '.join(shown)}{more}"
+    quiet = end - after[-1].t
+    if len(after) > SHOWN_WRITES:
+        line += f"; the last at {at(after[-1].t)}: {names.of(after[-1])}"
+    if quiet >= 1.0:
+        line += f"; then nothing for {quiet:.1f}s (to {at(end)})"
+    return line
+
+
+def _last_read(tl: Timeline, b: Bounds, end: float) -> str:
+    """Its last list or watch of Workloads: after a restart, the sign its watch is back."""
+    reads = [
+        e
+        for e in tl.where(Kind.READ)
+        if e.t <= end
+        and not e.workload
+        and (not b.dispatcher_users or e.user in b.dispatcher_users)
+    ]
+    if not reads:
+        return "it listed or watched no Workloads in the scenario"
+    last = reads[-1]
+    return f"its last {last.verb or 'read'} of Workloads was at {at(last.t)}"
+
+
+def _totals(writes: list[Event], own: Sequence[str], b: Bounds, end: float, names: _Names) -> str:
+    """Every write in the window: how many, to which workloads, with which lists."""
+    count = Counter(w.workload for w in writes)
+    foreign = [w for w in count if w not in own]
+    lists = Counter(names.of(w) for w in writes if _nominates(w))
+    shown = [f"{text} x{n}" if n > 1 else text for text, n in list(lists.items())[:SHOWN_WRITES]]
+    more = f" and {len(lists) - SHOWN_WRITES} more" if len(lists) > SHOWN_WRITES else ""
+    nominations = sum(lists.values())
+    line = (
+        f"in all, {len(writes)} write(s) to {len(count)} workload(s) up to {at(end)}"
+        f" ({nominations} of the nomination list"
+        + (f": {', '.join(shown)}{more}" if shown else "")
+        + ")"
+    )
+    if foreign:
+        line += (
+            f"; {sum(count[w] for w in foreign)} to workloads not MultiKueue work of this "
+            f"scenario ({joined(_short(w) for w in foreign)})"
+        )
+    unwritten = [w for w in own if w not in count]
+    if unwritten and len(own) > 1:
+        missed = joined(_short(w) for w in unwritten)
+        line += f"; {len(unwritten)} of its {len(own)} workloads got none ({missed})"
+    return line
+
+
+def _refused(refused: list[Event], writes: list[Event], names: _Names) -> str:
+    """Which writes were refused and why, and whether each workload's last refused write
+    was followed by another write to it (a retry) or not."""
+    why = Counter((w.code, _first(w.message)) for w in refused)
+    said = ", ".join(
+        f"{code} x{n}" + (f" ({message})" if message else "")
+        for (code, message), n in why.most_common(3)
+    )
+    line = f"{len(refused)} refused: {said}"
+    dropped = [
+        last
+        for w in dict.fromkeys(r.workload for r in refused)
+        if (last := [r for r in refused if r.workload == w][-1])
+        and not any(x.workload == w and x.t > last.t for x in writes)
+    ]
+    if dropped:
+        last = dropped[-1]
+        line += (
+            f"; after its refused write at {at(last.t)} ({names.of(last)}{names.to(last)}) "
+            "it did not write that workload again"
+        )
+    return line
+
+
+def _first(message: str, limit: int = 120) -> str:
+    text = message.strip().splitlines()[0] if message.strip() else ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _short(workload: str) -> str:
+    """A workload's name without its namespace (the scenario's, which the report names)."""
+    return workload.rsplit("/", 1)[-1]

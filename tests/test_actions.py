@@ -1,0 +1,179 @@
+"""What the dispatcher did in a check's window, told from hand-made timelines: each story
+a faulty dispatcher tells, and a conforming one beside it."""
+
+from __future__ import annotations
+
+from harness.recording.timeline import Kind
+from harness.results import DispatcherActions
+from suites.actions import describe
+from suites.checks import Bounds
+from tests.timelines import WL, Story
+
+ME = "system:serviceaccount:mkdc-dispatcher:d0"
+B = Bounds.derive({"stepSize": 1, "roundTimeout": "10s"}, ["w1", "w2"], dispatcher_users={ME})
+
+
+def until(t: float, b: Bounds = B) -> Bounds:
+    return b.with_scenario(observed_until=t)
+
+
+def nominated(story: Story, t: float, *names: str, code: int = 200, workload: str = WL) -> Story:
+    """The dispatcher's write of the list (audit log) and, when accepted, the list as seen."""
+    story.write(t, ME, code=code, workload=workload, names=list(names))
+    return story.nominate(t + 0.1, *names) if code < 400 and workload == WL else story
+
+
+def evicted(story: Story, t: float) -> Story:
+    """The manager clears the placement and marks the workload Evicted: one eviction."""
+    return story.place(t, "").evicted(t + 0.1)
+
+
+def placed_then_evicted_from_w1() -> Story:
+    story = nominated(Story().created(0), 2.0, "w1")
+    return story.place(2.5, "w1")
+
+
+def test_silence_after_an_eviction_names_the_list_it_left_in_place() -> None:
+    """ignores-eviction: it wrote before the eviction, never after."""
+    story = evicted(placed_then_evicted_from_w1(), 3.0)
+    did = describe(story.timeline(), until(153.0), [WL])
+    assert did.lines[0] == (
+        "after the workload was evicted from w1 at t=3.0s it wrote nothing for 150.0s "
+        "(to t=153.0s); its last write, at t=2.0s, was [w1] (w1, the cluster that evicted it)"
+    )
+    assert (did.writes, did.nomination_writes, did.refused, did.last_write) == (1, 1, 0, 2.0)
+    assert did.workloads == (WL,) and did.until == 153.0
+
+
+def test_a_renomination_after_the_eviction_is_what_it_did() -> None:
+    story = evicted(placed_then_evicted_from_w1(), 3.0)
+    nominated(story, 4.0, "w2").place(6.0, "w2")
+    did = describe(story.timeline(), until(20.0), [WL])
+    # every workload placed again: the last turn is the new placement, and it kept quiet
+    assert did.lines[0].startswith("after the workload was placed on w2 at t=6.0s it wrote nothing")
+    assert "its last write, at t=4.0s, was [w2]" in did.lines[0]
+    assert did.lines[1] == (
+        "in all, 2 write(s) to 1 workload(s) up to t=20.0s (2 of the nomination list: "
+        "[w1] (w1, the cluster that evicted it), [w2])"
+    )
+
+
+def test_writes_after_the_placement_are_listed() -> None:
+    """writes-after-placement: the same list written again 2 s after the placement."""
+    story = nominated(Story().created(0), 1.0, "w1").place(3.0, "w1")
+    nominated(story, 5.0, "w1")
+    did = describe(story.timeline(), until(15.0), [WL])
+    assert did.lines[0] == (
+        "after the workload was placed on w1 at t=3.0s it wrote 1 time(s): [w1] at t=5.0s; "
+        "then nothing for 10.0s (to t=15.0s)"
+    )
+
+
+def test_a_name_outside_the_config_is_pointed_out() -> None:
+    story = nominated(Story().created(0), 1.0, "w1", "w9").place(3.0, "w1")
+    did = describe(story.timeline(), until(10.0), [WL])
+    assert "[w1,w9] (w9, in no config of the workload)" in did.lines[0]
+
+
+def test_a_refused_write_it_never_retried() -> None:
+    """drops-refused-writes: Kueue's webhook refused the escalation, and that was that."""
+    story = nominated(Story().created(0), 1.0, "w1")
+    story.write(11.0, ME, code=500, names=["w1", "w2"])
+    story.events[-1].data["message"] = "Internal error occurred: failed calling webhook\nmore"
+    did = describe(story.timeline(), until(40.0), [WL])
+    assert did.lines[0].startswith(
+        "after the workload was created at t=0.0s it wrote 2 time(s): [w1] at t=1.0s, "
+        "[w1,w2] at t=11.0s; then nothing for 29.0s"
+    )
+    assert did.lines[-1] == (
+        "1 refused: 500 x1 (Internal error occurred: failed calling webhook); after its "
+        "refused write at t=11.0s ([w1,w2]) it did not write that workload again"
+    )
+    assert did.refused == 1
+    assert "refused" in did.headline() and did.headline().startswith("after the workload")
+
+
+def test_a_refused_write_retried_is_not_called_dropped() -> None:
+    story = nominated(Story().created(0), 1.0, "w1")
+    story.write(11.0, ME, code=409, names=["w1", "w2"])
+    nominated(story, 11.5, "w1", "w2")
+    did = describe(story.timeline(), until(40.0), [WL])
+    assert did.lines[-1] == "1 refused: 409 x1"
+
+
+def test_after_a_restart_its_last_list_or_watch_is_said() -> None:
+    """stale-watch: it watched before the manager's apiserver went away, never after."""
+    story = Story().read(0.5, ME, "watch").created(1.0)
+    nominated(story, 1.5, "w1").place(3.0, "w1")
+    story.action(10.0, "manager-apiserver-down").action(20.0, "manager-apiserver-back")
+    story.add(25.0, Kind.WORKLOAD_CREATED, of="ns/late")
+    did = describe(story.timeline(), until(60.0), [WL, "ns/late"])
+    assert did.lines[0] == (
+        "after late was created at t=25.0s it wrote nothing for 35.0s (to t=60.0s); "
+        "its last write, at t=1.5s, was [w1] to wl"
+    )
+    story.events = [e for e in story.events if e.workload != "ns/late"]
+    did = describe(story.timeline(), until(60.0), [WL])
+    # every workload placed: the last turn is the return of the apiserver
+    assert did.lines[0].startswith(
+        "after the manager's kube-apiserver was back at t=20.0s it wrote nothing for 40.0s "
+        "(to t=60.0s); its last watch of Workloads was at t=0.5s"
+    )
+
+
+def test_a_dispatcher_that_never_wrote() -> None:
+    did = describe(Story().created(0).mark(90).timeline(), until(90.0), [WL])
+    assert did.lines == (
+        "after the workload was created at t=0.0s it wrote nothing for 90.0s (to t=90.0s); "
+        "it wrote nothing before either",
+    )
+    assert (did.writes, did.last_write, did.workloads) == (0, None, ())
+
+
+def test_writes_to_a_foreign_workload_are_named() -> None:
+    story = nominated(Story().created(0), 1.0, "w1").place(2.0, "w1")
+    story.write(4.0, ME, verb="patch", subresource="", workload="other-ns/plain")
+    did = describe(story.timeline(), until(15.0), [WL])
+    assert did.lines[0].startswith(
+        "after the workload was placed on w1 at t=2.0s it wrote 1 time(s): a patch to plain"
+    )
+    assert did.lines[1].endswith("; 1 to workloads not MultiKueue work of this scenario (plain)")
+
+
+def test_someone_elses_writes_are_not_the_dispatchers() -> None:
+    story = nominated(Story().created(0), 1.0, "w1")
+    story.write(2.0, "system:serviceaccount:kueue-system:kueue", names=["w2"])
+    did = describe(story.timeline(), until(10.0), [WL])
+    assert did.writes == 1 and "[w2]" not in " ".join(did.lines)
+
+
+def test_without_an_audit_log_its_nominations_as_seen_stand_for_writes() -> None:
+    story = Story().created(0).nominate(1.0, "w1", writer=ME).nominate(5.0, "w1", "w2", writer=ME)
+    story.nominate(6.0, "w3", writer="kueue")  # not its own
+    did = describe(story.timeline(), until(30.0), [WL], audited=False)
+    assert did.lines[0].startswith(
+        "after the workload was created at t=0.0s it wrote 2 time(s): [w1] at t=1.0s, "
+        "[w1,w2] at t=5.0s"
+    )
+    assert not did.audited
+
+
+def test_many_workloads_the_ones_it_never_wrote_are_counted() -> None:
+    story = Story().created(0)
+    for i in range(6):
+        story.add(i, Kind.WORKLOAD_CREATED, of=f"ns/b{i}")
+    for i in range(3):
+        story.write(10.0 + i, ME, workload=f"ns/b{i}", names=["w1"])
+    own = [f"ns/b{i}" for i in range(6)]
+    did = describe(story.timeline(), until(100.0), own)
+    assert did.lines[0] == (
+        "after b5 was created at t=5.0s it wrote 3 time(s): [w1] to b0 at t=10.0s, [w1] to b1 "
+        "at t=11.0s, [w1] to b2 at t=12.0s; then nothing for 88.0s (to t=100.0s)"
+    )
+    assert did.lines[1].endswith("; 3 of its 6 workloads got none (b3,b4,b5)")
+
+
+def test_the_account_travels_as_json() -> None:
+    story = evicted(placed_then_evicted_from_w1(), 3.0)
+    did = describe(story.timeline(), until(153.0), [WL])
+    assert DispatcherActions.from_json(did.to_json()) == did
