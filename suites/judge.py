@@ -182,8 +182,10 @@ def _wanted(check_id: str) -> bool:
     return current().selects(check_id)
 
 
-def _write(session: Session, record: ScenarioResult) -> None:
-    """The result file for the report, and the verdict for the live progress."""
+def _write(session: Session, record: ScenarioResult, *, quotes_error: bool = False) -> None:
+    """The result file for the report, and the verdict for the live progress
+    (`quotes_error`: its message quotes the scenario's exception, whose traceback the
+    console then points at, on this line, instead of on one of its own)."""
     results.write(session.results_dir, record)
     check = CATALOGUE.get(record.check)
     progress.emit(
@@ -196,6 +198,7 @@ def _write(session: Session, record: ScenarioResult) -> None:
         message=record.message,
         durationSeconds=record.duration_seconds,
         dispatcher=record.dispatcher_actions.headline() if record.dispatcher_actions else "",
+        traceback=quotes_error,
     )
 
 
@@ -215,7 +218,8 @@ def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None
     for check_id, verdict in verdicts.items():
         if check_id not in sc.recorded:
             result, message = settle(check_id, error, timed_out, sc.failed, tl)
-            _record(sc, check_id, verdict, tl, b, origin, result=result, why=message)
+            quotes = result == Result.UNDECIDED and error in message
+            _record(sc, check_id, verdict, tl, b, origin, result=result, why=message, quotes=quotes)
 
 
 def settle(
@@ -265,6 +269,7 @@ def _record(
     *,
     result: Result | None = None,
     why: str = "",
+    quotes: bool = False,
 ) -> None:
     sc.recorded.add(check_id)
     if result is None:
@@ -305,6 +310,7 @@ def _record(
             shape=sc.shape.to_report(),
             dispatcher_actions=actions,
         ),
+        quotes_error=quotes,
     )
 
 
@@ -389,7 +395,7 @@ def record_setup_failed(
     if excuse:
         why = f"{excuse} (t from the setup's start); {why}"
     for check_id in ids:
-        _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why))
+        _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why), quotes_error=True)
 
 
 def collect_artifacts(sc: Scenario) -> None:

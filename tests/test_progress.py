@@ -208,6 +208,38 @@ def test_a_broken_scenario_points_at_the_log_and_a_passed_one_is_quiet() -> None
     assert passed is not None and human(passed, "r/pytest.log") is None
 
 
+def test_one_line_per_decided_check_and_a_broken_scenario_says_it_once() -> None:
+    """A check judged on every timeline shows once, and again only when worse; a scenario
+    whose failed check said what happened ends quietly (its traceback is in pytest.log);
+    an undecided check that quotes its scenario's error points at the traceback itself."""
+    p = Progress()
+    fed(p, start(total=3), plan((A, False), (B, False), (C, False), at=0))
+    fed(p, ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))
+    fed(p, ev(progress.SCENARIO_START, 0, test=B, scenario="b-2"))
+    error = "TimeoutError: timed out after 225s waiting for placement again"
+    events = [
+        verdict("CORE-01", "a-1", "passed", 10),
+        verdict("CORE-06", "a-1", "failed", 11, message="evicted at t=3.0s, never placed"),
+        ev(progress.SCENARIO_END, 12, test=A, outcome="failed", error=error),
+        verdict("CORE-01", "b-2", "passed", 20),  # CORE-01 again, on B's timeline
+        verdict(
+            "CORE-03", "b-2", "undecided", 21, message=f"undecided: ...: {error}", traceback=True
+        ),
+        ev(progress.SCENARIO_END, 22, test=B, outcome="failed", error=error),
+        verdict("CORE-01", "c-3", "failed", 30, message="nominated w9"),  # worse: news
+    ]
+    lines = [human(public, "r/pytest.log") for public in fed(p, *events) if public is not None]
+    shown = [line for line in lines if line is not None]
+    assert [line.split()[1:3] for line in shown] == [
+        ["passed", "CORE-01"],
+        ["failed", "CORE-06"],
+        ["undecided", "CORE-03"],
+        ["failed", "CORE-01"],
+    ]
+    assert shown[2].endswith(f"{error}; traceback in r/pytest.log")
+    assert sum(error in line for line in shown) == 1
+
+
 def test_the_end_line_says_what_was_not_decided() -> None:
     p = Progress()
     fed(p, start(total=2), verdict("CORE-01", "a-1", "passed", 40))

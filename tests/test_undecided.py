@@ -70,6 +70,15 @@ def test_timed_out_wait_explained_by_core01_is_undecided_naming_it(session: Path
     assert "worker1" in got["CORE-03"]["message"]
 
 
+def test_an_undecided_check_quoting_the_error_points_at_its_traceback(session: Path) -> None:
+    broke(scenario(["CORE-03"], CREATED, INSIDE))
+    said = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    verdicts = {e["check"]: e for e in said if e.get("event") == "check-verdict"}
+    assert verdicts["CORE-03"]["result"] == "undecided" and WAIT in verdicts["CORE-03"]["message"]
+    assert verdicts["CORE-03"]["traceback"] is True
+    assert verdicts["CORE-01"]["traceback"] is False  # passed: no error of its own to show
+
+
 def test_a_violation_on_the_timeline_is_failed_not_undecided(session: Path) -> None:
     placed = (5.0, Kind.PLACEMENT, {"cluster": "sc-w1"})
     again = (9.0, Kind.NOMINATION, {"names": ["sc-w2"], "writer": None})

@@ -108,6 +108,7 @@ class Progress:
     names: dict[str, str] = field(default_factory=dict)  # test -> scenario name
     finished: set[str] = field(default_factory=set)
     durations: dict[str, float] = field(default_factory=dict)  # test -> seconds, if it ran
+    reported: set[str] = field(default_factory=set)  # scenarios that recorded a verdict
     history: dict[str, float] = field(default_factory=dict)  # test -> seconds, last run
     _seen: set[tuple[str, str, str]] = field(default_factory=set)
 
@@ -139,7 +140,12 @@ class Progress:
             if key in self._seen:
                 return None
             self._seen.add(key)
-            self.verdicts[event["check"]] = _worse(self.verdicts.get(event["check"]), key[2])
+            before = self.verdicts.get(event["check"])
+            self.verdicts[event["check"]] = _worse(before, key[2])
+            self.reported.add(key[1])
+            if before is not None and self.verdicts[event["check"]] == before:
+                # judged again on another scenario's timeline, and no worse: nothing new
+                event = {**event, "repeat": True}
         elif kind == SCENARIO_END:
             test = event["test"]
             began = self.running.pop(test, None)
@@ -150,8 +156,12 @@ class Progress:
                 if took is not None:
                     self.durations[test] = float(took)
         public = {**event, "elapsedSeconds": round(now - (self.started or now), 1)}
-        if kind == SCENARIO_END and event["test"] in self.names:
-            public.setdefault("scenario", self.names[event["test"]])
+        if kind == SCENARIO_END:
+            if event["test"] in self.names:
+                public.setdefault("scenario", self.names[event["test"]])
+            # its checks' own lines say what became of them; its error is for pytest.log
+            names = {public.get("scenario"), str(event["test"]).rsplit("::", 1)[-1]}
+            public["explained"] = bool(names & self.reported)
         if kind in (PLAN, SCENARIO_START, CHECK_VERDICT, RUN_END):
             public.update(done=len(self.verdicts), total=self.total)
         if kind in (PLAN, SCENARIO_START, CHECK_VERDICT):
@@ -271,6 +281,8 @@ def human(event: Mapping[str, Any], log: Path | str) -> str | None:
             _count(event)
         )
     if kind == CHECK_VERDICT:
+        if event.get("repeat"):
+            return None
         line = (
             f"{at} {event['result']:<13} {event['check']} {event.get('name', '')}  "
             f"{event.get('scenario', '')}  {span(float(event.get('durationSeconds') or 0))}  "
@@ -280,8 +292,14 @@ def human(event: Mapping[str, Any], log: Path | str) -> str | None:
         did = _first_line(event.get("dispatcher", ""), 400)
         if did:  # what the dispatcher itself did, beside what the timeline showed
             why = f"{why} | the dispatcher: {did}"
+        if why and event.get("traceback"):  # the scenario's exception, quoted: its traceback
+            why = f"{why}; traceback in {log}"
         return f"{line}: {why}" if why else line
-    if kind == SCENARIO_END and event.get("outcome") not in ("passed", "skipped"):
+    if (
+        kind == SCENARIO_END
+        and event.get("outcome") not in ("passed", "skipped")
+        and not event.get("explained")
+    ):
         what = _first_line(event.get("error", ""), 160)
         name = event.get("scenario") or event["test"]
         return f"{at} {event.get('outcome', 'error'):<13} {name}: {what}; traceback in {log}"
