@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -102,6 +102,34 @@ def fewest_workers(claims: Claims) -> int:
     each worker is an apiserver and a Kueue more on the machine."""
     step = claims.step_size if isinstance(claims.step_size, int) else None
     return max(MOST_WORKERS_BY_NUMBER, escalation_workers(step))
+
+
+# a scenario's set-up, first placement and clean-up, waiting no round (most take 30-90 s)
+SCENARIO_BASE = 45.0
+# scenarios that wait a claimed round: they escalate (CORE-04 and CORE-07 once, to the
+# config's last cluster), or restart something late in a round (RestartSafe, HA)
+ROUND_FEATURES = frozenset(
+    {"Escalation", "Ordering", "PerClusterTimeout", "RestartSafe", "HighAvailability"}
+)
+ROUND_CORE = frozenset({"CORE-04", "CORE-07"})
+
+
+def scenario_timing(
+    claims: Claims, slacks: Mapping[str, str], checks: Iterable[str], exclusive: bool
+) -> tuple[float, float]:
+    """(expected, bound): seconds a scenario deciding `checks` is expected to take for
+    these claims before any has run, and the longest it waits for a dispatcher that misses
+    its deadlines, for the estimate of the time left. Expected: its base plus the claimed
+    rounds it waits (one where it escalates; two for one that runs alone: its restart
+    comes late in a round and is judged over the next). Bound: its base plus a needed
+    placement's wait on the fewest workers' config, the claims reaching its last cluster
+    (``needed_placement_timeout``), where a scenario whose dispatcher never places ends."""
+    config = [f"c{i}" for i in range(fewest_workers(claims))]
+    b = Bounds.derive(claims.to_dict(), config, dict(slacks))
+    waits = any(c in ROUND_CORE or CATALOGUE[c].feature in ROUND_FEATURES for c in checks)
+    rounds = (2 if exclusive else 1) * (b.round_timeout or 0.0) if waits else 0.0
+    wait = b.placement_bound() + PLACEMENT_ROOM + b.placement_slack
+    return SCENARIO_BASE + rounds, SCENARIO_BASE + max(wait, rounds)
 
 
 def claimed_order(sc: Scenario, workers: list[str]) -> list[str]:

@@ -345,7 +345,7 @@ def judge(
     there, or make them again, only to see them go."""
     profile, opts, report_dir = p.profile, p.opts, p.report_dir
     with contextlib.ExitStack() as stack:
-        last_run = _fresh_report_dir(report_dir, env)
+        last_run = _fresh_report_dir(report_dir, env, profile.name)
         claims = None  # one environment runs every scenario that runs alone
         if aside is not None:  # two take them in turn (the run has this environment to itself)
             claims = env.run_dir / slots.CLAIMS_DIR
@@ -400,10 +400,10 @@ def judge(
     return _say_verdict(report, summary, report_dir, interrupted)
 
 
-def _fresh_report_dir(report_dir: Path, env: Environment) -> dict[str, float]:
+def _fresh_report_dir(report_dir: Path, env: Environment, profile: str) -> dict[str, float]:
     """An empty report folder with its `results/`, and the environment without an earlier
-    run's events; returns the last run's durations, for the estimate."""
-    last_run = progress.history(report_dir / progress.PUBLIC_FILE)
+    run's events; returns the last run's durations (of this `profile`), for the estimate."""
+    last_run = progress.history(report_dir / progress.PUBLIC_FILE, profile)
     if report_dir.exists():
         shutil.rmtree(report_dir)
     (report_dir / "results").mkdir(parents=True)

@@ -104,6 +104,8 @@ class Progress:
     started: float | None = None
     verdicts: dict[str, str] = field(default_factory=dict)  # check -> worst result so far
     planned: dict[str, bool] = field(default_factory=dict)  # test -> exclusive
+    # test -> (expected, bound) seconds, as the suite's plan says for these claims
+    priors: dict[str, tuple[float, float | None]] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)  # test -> start time
     names: dict[str, str] = field(default_factory=dict)  # test -> scenario name
     finished: set[str] = field(default_factory=set)
@@ -127,6 +129,7 @@ class Progress:
             if not new:
                 return None
             self.planned.update({s["test"]: bool(s.get("exclusive")) for s in new})
+            self.priors.update({s["test"]: _prior(s) for s in new if "expectedSeconds" in s})
             event = {**event, "added": len(new), "planned": len(self.planned)}
         elif kind == SCENARIO_START:
             test = event["test"]
@@ -166,6 +169,7 @@ class Progress:
             public.update(done=len(self.verdicts), total=self.total)
         if kind in (PLAN, SCENARIO_START, CHECK_VERDICT):
             public["etaSeconds"] = self.eta(now)
+            public["etaGuessed"] = not self.durations  # no scenario of this run finished yet
         return public
 
     def eta(self, now: float) -> float | None:
@@ -177,8 +181,13 @@ class Progress:
             if test in self.finished:
                 continue
             rest = each = self.expected(test)
-            if test in self.running:  # past its expected time: a little more, not none
-                rest = max(each - (now - self.running[test]), 0.1 * each)
+            if test in self.running:
+                ran = now - self.running[test]
+                bound = self.priors.get(test, (0.0, None))[1]
+                # past its expected time it waits on a wait of its own, at worst to its
+                # bound (a dispatcher that misses a deadline); a little more, never none
+                later = bound - ran if bound is not None and ran > each else 0.0
+                rest = max(each - ran, later, 0.1 * each)
             if alone:
                 exclusive += rest
                 exclusive_longest = max(exclusive_longest, rest)
@@ -192,14 +201,25 @@ class Progress:
         return round(max(shared, (shared + exclusive) / 2, exclusive_longest), 1)
 
     def expected(self, test: str = "") -> float:
-        """What scenario ``test`` (any scenario, without one) is expected to take."""
+        """What scenario ``test`` (any scenario, without one) is expected to take: what it
+        took last run at this run's pace; else its prior (the suite's, from the claimed
+        round timeout) at the pace of this run's finished scenarios against theirs."""
         if test in self.history:
             return self.history[test] * self.pace()
         if self.durations:
-            return statistics.fmean(self.durations.values())
+            return self.prior(test) * self.prior_pace()
         if self.history:
             return statistics.fmean(self.history.values()) * self.pace()
-        return DEFAULT_SCENARIO_SECONDS
+        return self.prior(test)
+
+    def prior(self, test: str) -> float:
+        """What the plan expects of ``test`` before anything ran (the default without one)."""
+        return self.priors.get(test, (DEFAULT_SCENARIO_SECONDS, None))[0]
+
+    def prior_pace(self) -> float:
+        """This run's finished scenarios' time over their priors (1: none yet)."""
+        expected = sum(self.prior(t) for t in self.durations)
+        return sum(self.durations.values()) / expected if expected > 0 else 1.0
 
     def pace(self) -> float:
         """This run's finished scenarios' time over what they took last run (1: none yet)."""
@@ -209,13 +229,23 @@ class Progress:
         return sum(self.durations[t] for t in both) / sum(self.history[t] for t in both)
 
 
-def history(public: Path) -> dict[str, float]:
+def history(public: Path, profile: str | None = None) -> dict[str, float]:
     """What each scenario took in the run that wrote this public progress file (a report
-    directory's previous run), read before the directory is emptied; {} without one."""
-    replay = Progress()
+    directory's previous run), read before the directory is emptied; {} without one, or
+    when that run judged another `profile` (its rounds need not be this one's)."""
+    replay, judged = Progress(), None
     for event in Follower(public).read():
+        if event.get("event") == RUN_START:
+            judged = event.get("profile")
         replay.feed(event)
+    if profile is not None and judged is not None and judged != profile:
+        return {}
     return dict(replay.durations)
+
+
+def _prior(planned: Mapping[str, Any]) -> tuple[float, float | None]:
+    bound = planned.get("boundSeconds")
+    return float(planned["expectedSeconds"]), None if bound is None else float(bound)
 
 
 def _worse(old: str | None, new: str) -> str:
@@ -245,12 +275,14 @@ def span(seconds: float) -> str:
 
 
 def _count(event: Mapping[str, Any]) -> str:
+    """The count, and the time left: "(estimate)" while no scenario of this run finished
+    (a figure from the plan or the last run alone, not yet from this run's pace)."""
     eta = event.get("etaSeconds")
-    left = (
-        ""
-        if eta is None
-        else f", ~{span(round(eta)) if eta >= 60 else f'{eta:.0f}s'} left (estimate)"
-    )
+    guessed = " (estimate)" if event.get("etaGuessed", True) else ""
+    if eta is None:
+        left = ""
+    else:
+        left = f", ~{span(round(eta)) if eta >= 60 else f'{eta:.0f}s'} left{guessed}"
     return f"[{event.get('done', 0)}/{event.get('total', 0)} checks done{left}]"
 
 
