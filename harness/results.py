@@ -32,10 +32,11 @@ _KEYS = {
 class DispatcherActions:
     """What the dispatcher itself did in the scenario that decided a check, from the
     manager's audit log (the suite words it; report.yaml's `dispatcherActions`): a few
-    sentences, the most telling first, and the figures behind them. Times are the
-    scenario's, as in the check's message."""
+    sentences, the most telling first, the line the console shows (`summary`), and the
+    figures behind them. Times are the scenario's, as in the check's message."""
 
     lines: tuple[str, ...]
+    summary: str = ""
     writes: int = 0  # its writes to Workloads in the window, refused ones too
     nomination_writes: int = 0  # of .status.nominatedClusterNames
     refused: int = 0
@@ -46,6 +47,7 @@ class DispatcherActions:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "summary": self.summary,
             "lines": list(self.lines),
             "writes": self.writes,
             "nominationWrites": self.nomination_writes,
@@ -62,6 +64,9 @@ class DispatcherActions:
         if not isinstance(data, Mapping):
             raise ValueError("dispatcherActions must be an object")
         lines, workloads = data.get("lines"), data.get("workloadsWritten", [])
+        summary = data.get("summary", "")
+        if not isinstance(summary, str):
+            raise ValueError("dispatcherActions.summary must be a string")
         for key, value in (("lines", lines), ("workloadsWritten", workloads)):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ValueError(f"dispatcherActions.{key} must be a list of strings")
@@ -77,6 +82,7 @@ class DispatcherActions:
                 raise ValueError(f"dispatcherActions.{key} must be a number")
         return cls(
             lines=tuple(lines),  # type: ignore[arg-type]
+            summary=summary,
             writes=counts["writes"],
             nomination_writes=counts["nominationWrites"],
             refused=counts["refused"],
@@ -85,10 +91,6 @@ class DispatcherActions:
             until=float(until),
             audited=bool(data.get("auditLog", True)),
         )
-
-    def headline(self) -> str:
-        """The account in one line, for the console: the most telling sentences."""
-        return "; ".join(self.lines[:1] + tuple(x for x in self.lines[1:] if "refused" in x))
 
 
 @dataclass(frozen=True)

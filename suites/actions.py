@@ -13,8 +13,9 @@ it is unit-tested on hand-made timelines and computed on recorded ones with the 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.recording.timeline import Event, Kind, Timeline
@@ -55,26 +56,43 @@ class Turn:
 
 
 def describe(
-    tl: Timeline, b: Bounds, workloads: Sequence[str], *, audited: bool = True
+    tl: Timeline,
+    b: Bounds,
+    workloads: Sequence[str],
+    *,
+    audited: bool = True,
+    scenario: str = "",
 ) -> DispatcherActions:
     """The dispatcher's own requests in the window [0, end of observation] of a scenario's
     timeline `tl`, for the scenario's own `workloads` (foreign ones are named as such).
     Without the manager's audit log (`audited` False: a provider that keeps none) its
-    nominations as the recorder's watch saw them stand for its writes."""
+    nominations as the recorder's watch saw them stand for its writes. Cluster names lose
+    the `scenario`'s prefix (its MultiKueueClusters are `<scenario>-<worker>`).
+
+    The lines, most telling first: each exit of a replica; what it did after the last
+    turn it had to answer; refused writes it never followed with another (those lines are
+    the console's `summary`); then its writes in all and the refused ones it retried."""
     end = end_of(tl, b)
     own = list(workloads)
+    short = _shortener(scenario)
     writes = _writes(tl, b, end, audited)
-    turns = _turns(tl, own, end)
+    turns = _turns(tl, own, end, short)
     evicted_from = {t.cluster for t in turns if t.cluster}
-    names = _Names(tl, b, evicted_from, len(own) == 1 and own[0])
-    lines = [_after_turn(tl, b, writes, _anchor(tl, own, turns), end, names, audited)]
+    names = _Names(tl, b, evicted_from, len(own) == 1 and own[0], short)
+    lines = [f"it exited: {said}" for said in exits_said(tl, end)]
+    lines.append(_after_turn(tl, b, writes, _anchor(tl, own, turns), end, names, audited))
+    refused = [w for w in writes if w.code >= 400]
+    said, dropped = _refused(refused, writes, names) if refused else ("", False)
+    if dropped:
+        lines.append(said)
+    summary = "; ".join(lines)
     if writes:
         lines.append(_totals(writes, own, b, end, names))
-    refused = [w for w in writes if w.code >= 400]
-    if refused:
-        lines.append(_refused(refused, writes, names))
+    if refused and not dropped:
+        lines.append(said)
     return DispatcherActions(
-        lines=tuple(line for line in lines if line),
+        lines=tuple(lines),
+        summary=summary,
         writes=len(writes),
         nomination_writes=sum(_nominates(w) for w in writes),
         refused=len(refused),
@@ -83,6 +101,21 @@ def describe(
         until=round(end, 1),
         audited=audited,
     )
+
+
+def exits_said(tl: Timeline, end: float = math.inf) -> list[str]:
+    """Each exit of a dispatcher replica on the timeline up to `end`, in words: which,
+    when (before the scenario: how long before), its exit status and the cause quoted
+    from its log."""
+    said = []
+    for e in tl.where(Kind.DISPATCHER_EXITED):
+        if e.t > end:
+            continue
+        when = f"at {at(e.t)}" if e.t >= 0 else f"{-e.t:.1f}s before this scenario began"
+        code = e.data.get("code")
+        how = f" with code {code}" if code is not None else ""
+        said.append(f"{e.data.get('process') or 'a replica'} exited{how} {when}: {e.cause}")
+    return said
 
 
 def _writes(tl: Timeline, b: Bounds, end: float, audited: bool) -> list[Event]:
@@ -106,7 +139,15 @@ def _nominates(e: Event) -> bool:
     return e.kind is Kind.NOMINATION or "names" in e.data
 
 
-def _turns(tl: Timeline, own: Sequence[str], end: float) -> list[Turn]:
+def _shortener(scenario: str) -> Callable[[str], str]:
+    """A cluster's name without the scenario's prefix: `<worker>`, not `<scenario>-<worker>`."""
+    prefix = f"{scenario}-" if scenario else ""
+    return lambda name: name.removeprefix(prefix) if prefix else name
+
+
+def _turns(
+    tl: Timeline, own: Sequence[str], end: float, short: Callable[[str], str] = str
+) -> list[Turn]:
     """What the dispatcher had to answer up to `end`, in time order."""
     out: list[Turn] = []
     single = len(own) == 1
@@ -121,18 +162,18 @@ def _turns(tl: Timeline, own: Sequence[str], end: float) -> list[Turn]:
             out.append(Turn(e.t, f"{who} was created", e.workload))
         elif e.kind is Kind.PLACEMENT and e.about_cluster:
             evicted.discard(e.workload)
-            out.append(Turn(e.t, f"{who} was placed on {e.about_cluster}", e.workload))
+            out.append(Turn(e.t, f"{who} was placed on {short(e.about_cluster)}", e.workload))
         elif e.kind in (Kind.PLACEMENT, Kind.EVICTED) and e.workload not in evicted:
             left = placed_at(tl.of(e.workload), e.t - 1e-6) or ""
             if left or e.kind is Kind.EVICTED:
                 # the manager's clearing of clusterName and its Evicted are one eviction
                 evicted.add(e.workload)
-                where = f" from {left}" if left else ""
+                where = f" from {short(left)}" if left else ""
                 out.append(Turn(e.t, f"{who} was evicted{where}", e.workload, left))
         elif e.kind is Kind.CONFIG_CHANGED and any(t.workload for t in out):
-            out.append(Turn(e.t, f"the config changed to [{joined(e.clusters)}]"))
+            out.append(Turn(e.t, f"the config changed to [{joined(map(short, e.clusters))}]"))
         elif e.kind is Kind.CLUSTER_ACTIVE and e.cluster_active is False:
-            out.append(Turn(e.t, f"{e.about_cluster} went inactive"))
+            out.append(Turn(e.t, f"{short(e.about_cluster)} went inactive"))
         elif e.kind is Kind.ACTION and e.what in ACTIONS:
             out.append(Turn(e.t, ACTIONS[e.what]))
     return out
@@ -152,8 +193,15 @@ class _Names:
     """How a write's list reads, with what a reader must know of its names: the cluster
     the workload was evicted from, a name in no config of the workload, an inactive one."""
 
-    def __init__(self, tl: Timeline, b: Bounds, evicted_from: set[str], one: str | bool) -> None:
-        self.tl, self.b, self.evicted_from = tl, b, evicted_from
+    def __init__(
+        self,
+        tl: Timeline,
+        b: Bounds,
+        evicted_from: set[str],
+        one: str | bool,
+        short: Callable[[str], str] = str,
+    ) -> None:
+        self.tl, self.b, self.evicted_from, self.short = tl, b, evicted_from, short
         self.spans = inactive_spans(tl)
         self.one = one  # the scenario's only workload, whose name a line need not repeat
 
@@ -161,17 +209,20 @@ class _Names:
         """`e` in words: its list (and notes) for a nomination, else its verb."""
         if not _nominates(e):
             return f"a {e.verb or 'write'}{' of ' + e.subresource if e.subresource else ''}"
-        listed = f"[{joined(e.names)}]" if e.names else "[] (cleared)"
+        listed = f"[{joined(map(self.short, e.names))}]" if e.names else "[] (cleared)"
         allowed = configured(self.tl, self.b, e.t)
-        notes = []
+        notes = {}
         for name in dict.fromkeys(e.names):
             if name in self.evicted_from:
-                notes.append(f"{name}, the cluster that evicted it")
+                notes[name] = "the cluster that evicted it"
             elif self.b.clusters and name not in allowed:
-                notes.append(f"{name}, in no config of the workload")
+                notes[name] = "in no config of the workload"
             elif inactive_at(self.spans, name, e.t):
-                notes.append(f"{name}, inactive then")
-        return listed + (f" ({'; '.join(notes)})" if notes else "")
+                notes[name] = "inactive then"
+        if len(set(e.names)) == 1 and notes:  # one name: the note is about it
+            return f"{listed} ({next(iter(notes.values()))})"
+        said = "; ".join(f"{self.short(n)}: {note}" for n, note in notes.items())
+        return listed + (f" ({said})" if said else "")
 
     def to(self, e: Event) -> str:
         """ " to <workload>", unless it is the scenario's only one."""
@@ -254,9 +305,9 @@ def _totals(writes: list[Event], own: Sequence[str], b: Bounds, end: float, name
     return line
 
 
-def _refused(refused: list[Event], writes: list[Event], names: _Names) -> str:
-    """Which writes were refused and why, and whether each workload's last refused write
-    was followed by another write to it (a retry) or not."""
+def _refused(refused: list[Event], writes: list[Event], names: _Names) -> tuple[str, bool]:
+    """Which writes were refused and why, and whether some workload's last refused write
+    was followed by no other write to it (not retried: returned True)."""
     why = Counter((w.code, _first(w.message)) for w in refused)
     said = ", ".join(
         f"{code} x{n}" + (f" ({message})" if message else "")
@@ -275,7 +326,7 @@ def _refused(refused: list[Event], writes: list[Event], names: _Names) -> str:
             f"; after its refused write at {at(last.t)} ({names.of(last)}{names.to(last)}) "
             "it did not write that workload again"
         )
-    return line
+    return line, bool(dropped)
 
 
 def _first(message: str, limit: int = 120) -> str:

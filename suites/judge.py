@@ -18,12 +18,12 @@ from harness import results, userfiles
 from harness.cluster import faults
 from harness.cluster.multikueue import API
 from harness.profile import Claims
-from harness.recording.timeline import Timeline
+from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.results import ScenarioResult
 from harness.scenarios import progress
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Result, Session, current
-from suites.actions import describe
+from suites.actions import describe, exits_said
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
 from suites.scorecard import scorecard
 
@@ -225,7 +225,7 @@ def _write(session: Session, record: ScenarioResult, *, quotes_error: bool = Fal
         result=str(record.result),
         message=record.message,
         durationSeconds=record.duration_seconds,
-        dispatcher=record.dispatcher_actions.headline() if record.dispatcher_actions else "",
+        dispatcher=record.dispatcher_actions.summary if record.dispatcher_actions else "",
         traceback=quotes_error,
     )
 
@@ -313,14 +313,16 @@ def _record(
     if result == Result.FAILED:
         sc.failed[check_id] = why or verdict.message
         own = sorted(set(sc.jobs.values()) - sc.foreign)
-        actions = describe(tl, b, own, audited=_audited(sc))
+        actions = describe(tl, b, own, audited=_audited(sc), scenario=sc.name)
     _write(
         current(),
         ScenarioResult(
             check=check_id,
             scenario=sc.name,
             result=result,
-            message=_with_context(sc, why or (verdict.message if result != Result.PASSED else "")),
+            message=_with_context(
+                sc, why or (verdict.message if result != Result.PASSED else ""), tl
+            ),
             measured=verdict.measured,
             duration_seconds=round(sc.ctx.recorder.now() - sc.started, 1),
             timeline=tl.to_list(),
@@ -364,18 +366,42 @@ def environment_note(hit: list[faults.Window], origin: float) -> str:
     return "environment: " + "; ".join(w.describe(origin) for w in hit) if hit else ""
 
 
-def _with_context(sc: Scenario, message: str) -> str:
+def _with_context(sc: Scenario, message: str, tl: Timeline | None = None) -> str:
     """A message about a result that is not passed, with what the reader must know about
-    how the scenario was set up (e.g. clusters made after the dispatcher started)."""
-    return f"{message} ({sc.context_note})" if message and sc.context_note else message
+    how the scenario was set up (e.g. clusters made after the dispatcher started) and
+    about the dispatcher's exits before the decision."""
+    exited = "; ".join(exits_said(tl)) if tl is not None else ""
+    notes = [
+        n for n in (sc.context_note, f"the dispatcher had exited: {exited}" if exited else "") if n
+    ]
+    return f"{message} ({'; '.join(notes)})" if message and notes else message
 
 
 def _observed(sc: Scenario, **facts: Any) -> tuple[Timeline, Bounds, float]:
     """The scenario's timeline and bounds, timed from its first event (returned too): check
-    messages then give the same times as the report's pictures."""
+    messages then give the same times as the report's pictures. The dispatcher's exits
+    so far are on it (earlier ones at negative times): a check decided after one says so."""
     tl, now = sc.timeline(), sc.ctx.recorder.now()
     t0 = _origin(tl, now)
-    return _relative(tl), bounds(sc, observed_until=now - t0, **facts), t0
+    tl = Timeline([*tl, *_exits(now)])
+    return _relative(tl, t0), bounds(sc, observed_until=now - t0, **facts), t0
+
+
+def _exits(now: float) -> list[Event]:
+    """DISPATCHER_EXITED events of this environment's replicas up to `now`, from the run's
+    progress stream (`mkdc run` says them there as they happen)."""
+    session = current()
+    return [
+        Event(
+            float(e["monotonic"]),
+            MANAGER,
+            Kind.DISPATCHER_EXITED,
+            "",
+            {k: e.get(k) for k in ("process", "code", "cause", "log")},
+        )
+        for e in progress.exits(session.events_file, session.environment)
+        if float(e.get("monotonic") or 0.0) <= now
+    ]
 
 
 def _origin(tl: Timeline, default: float) -> float:
@@ -383,9 +409,8 @@ def _origin(tl: Timeline, default: float) -> float:
     return default if first is None else first.t
 
 
-def _relative(tl: Timeline) -> Timeline:
-    """Times from the scenario's first event, so pictures start at 0."""
-    t0 = _origin(tl, 0.0)
+def _relative(tl: Timeline, t0: float) -> Timeline:
+    """Times from the scenario's first event (`t0`), so pictures start at 0."""
     return Timeline.from_list([{**e.to_dict(), "t": e.t - t0} for e in tl])
 
 

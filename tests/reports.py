@@ -197,12 +197,21 @@ ACTIONS = DispatcherActions(
         "(to t=153.0s); its last write, at t=2.1s, was [w1] (w1, the cluster that evicted it)",
         "in all, 1 write(s) to 1 workload(s) up to t=153.0s (1 of the nomination list: [w1])",
     ),
+    summary="after the workload was evicted from w1 at t=3.0s it wrote nothing for 150.0s",
     writes=1,
     nomination_writes=1,
     workloads=(WL,),
     last_write=2.1,
     until=153.0,
 )
+EXIT = {
+    "process": "dispatcher-0",
+    "replica": 0,
+    "code": 1,
+    "cause": "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='127.0.0.1')",
+    "atSeconds": 133.2,
+    "log": "artifacts/logs/dispatcher-0.log",
+}
 
 
 def report(checks_: list[CheckResult] | None = None, **kw: Any) -> Report:
@@ -228,7 +237,7 @@ def outcomes() -> dict[str, Report]:
     error = "the dispatcher could not be judged: it exited with code 3 at start"
     return {
         "passed": report(checks({}, {})),
-        "failed": report(),
+        "failed": report(dispatcher_exits=[EXIT]),
         "error": report([], error=error, timeouts={}, scorecard={}, findings=[]),
         "interrupted": report(checks({}, UNDECIDED, not_run=(*CORE[7:], "EXT-09"))),
     }

@@ -39,8 +39,9 @@ def test_silence_after_an_eviction_names_the_list_it_left_in_place() -> None:
     did = describe(story.timeline(), until(153.0), [WL])
     assert did.lines[0] == (
         "after the workload was evicted from w1 at t=3.0s it wrote nothing for 150.0s "
-        "(to t=153.0s); its last write, at t=2.0s, was [w1] (w1, the cluster that evicted it)"
+        "(to t=153.0s); its last write, at t=2.0s, was [w1] (the cluster that evicted it)"
     )
+    assert did.summary == did.lines[0]  # the console's line
     assert (did.writes, did.nomination_writes, did.refused, did.last_write) == (1, 1, 0, 2.0)
     assert did.workloads == (WL,) and did.until == 153.0
 
@@ -54,7 +55,7 @@ def test_a_renomination_after_the_eviction_is_what_it_did() -> None:
     assert "its last write, at t=4.0s, was [w2]" in did.lines[0]
     assert did.lines[1] == (
         "in all, 2 write(s) to 1 workload(s) up to t=20.0s (2 of the nomination list: "
-        "[w1] (w1, the cluster that evicted it), [w2])"
+        "[w1] (the cluster that evicted it), [w2])"
     )
 
 
@@ -72,7 +73,7 @@ def test_writes_after_the_placement_are_listed() -> None:
 def test_a_name_outside_the_config_is_pointed_out() -> None:
     story = nominated(Story().created(0), 1.0, "w1", "w9").place(3.0, "w1")
     did = describe(story.timeline(), until(10.0), [WL])
-    assert "[w1,w9] (w9, in no config of the workload)" in did.lines[0]
+    assert "[w1,w9] (w9: in no config of the workload)" in did.lines[0]
 
 
 def test_a_refused_write_it_never_retried() -> None:
@@ -85,12 +86,13 @@ def test_a_refused_write_it_never_retried() -> None:
         "after the workload was created at t=0.0s it wrote 2 time(s): [w1] at t=1.0s, "
         "[w1,w2] at t=11.0s; then nothing for 29.0s"
     )
-    assert did.lines[-1] == (
+    # not retried: the console says it too
+    assert did.lines[1] == (
         "1 refused: 500 x1 (Internal error occurred: failed calling webhook); after its "
         "refused write at t=11.0s ([w1,w2]) it did not write that workload again"
     )
+    assert did.summary == f"{did.lines[0]}; {did.lines[1]}"
     assert did.refused == 1
-    assert "refused" in did.headline() and did.headline().startswith("after the workload")
 
 
 def test_a_refused_write_retried_is_not_called_dropped() -> None:
@@ -99,6 +101,7 @@ def test_a_refused_write_retried_is_not_called_dropped() -> None:
     nominated(story, 11.5, "w1", "w2")
     did = describe(story.timeline(), until(40.0), [WL])
     assert did.lines[-1] == "1 refused: 409 x1"
+    assert "refused" not in did.summary  # retried: a detail, not the console's line
 
 
 def test_after_a_restart_its_last_list_or_watch_is_said() -> None:
@@ -177,3 +180,40 @@ def test_the_account_travels_as_json() -> None:
     story = evicted(placed_then_evicted_from_w1(), 3.0)
     did = describe(story.timeline(), until(153.0), [WL])
     assert DispatcherActions.from_json(did.to_json()) == did
+
+
+def test_cluster_names_lose_the_scenarios_prefix() -> None:
+    story = Story().created(0).write(1.0, ME, names=["sc-9a-worker1", "sc-9a-worker2"])
+    story.place(3.0, "sc-9a-worker2")
+    bounds = until(10.0, B.with_scenario(clusters=("sc-9a-worker1", "sc-9a-worker2")))
+    did = describe(story.timeline(), bounds, [WL], scenario="sc-9a")
+    assert did.lines[0] == (
+        "after the workload was placed on worker2 at t=3.0s it wrote nothing for 7.0s "
+        "(to t=10.0s); its last write, at t=1.0s, was [worker1,worker2]"
+    )
+
+
+def test_an_exit_of_the_dispatcher_comes_first() -> None:
+    """A replica that exited (its cause quoted from its log) is what it did, before all."""
+    story = nominated(Story().created(0), 1.0, "w1").place(2.0, "w1")
+    story.env(-5.0, Kind.DISPATCHER_EXITED, process="dispatcher-1", code=None, cause="killed")
+    story.env(
+        12.0,
+        Kind.DISPATCHER_EXITED,
+        process="dispatcher-0",
+        code=1,
+        cause="urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='127.0.0.1')",
+    )
+    story.add(20.0, Kind.WORKLOAD_CREATED, of="ns/late")
+    did = describe(story.timeline(), until(60.0), [WL, "ns/late"])
+    assert did.lines[:3] == (
+        "it exited: dispatcher-1 exited 5.0s before this scenario began: killed",
+        "it exited: dispatcher-0 exited with code 1 at t=12.0s: "
+        "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='127.0.0.1')",
+        "after late was created at t=20.0s it wrote nothing for 40.0s (to t=60.0s); its last "
+        "write, at t=1.0s, was [w1] to wl",
+    )
+    assert did.summary == "; ".join(did.lines[:3])
+    assert (
+        describe(story.timeline(), until(10.0), [WL]).lines[0].startswith("it exited: dispatcher-1")
+    )

@@ -199,6 +199,8 @@ def _picture(timeline: Timeline, workload: str) -> _Picture:
             rows.update(clusters)
             if e.t >= t0:
                 lines.append((e.t, f"config {d.get('config', '')}: {', '.join(clusters)}"))
+        elif e.kind is Kind.DISPATCHER_EXITED:
+            lines.append((e.t, f"{d.get('process') or 'dispatcher'} exited: {d.get('cause', '')}"))
         elif e.kind is Kind.ACTION:
             details = ", ".join(f"{k}={v}" for k, v in d.items() if k != "what")
             what = str(d.get("what", "action"))
@@ -473,6 +475,15 @@ def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> st
     ]
     if doc.get("error"):
         parts.append(f'<div class="message">{_h(doc["error"])}</div>')
+    if doc.get("dispatcherExits"):  # said at once on the console; first here too
+        parts.append("<p><strong>The dispatcher exited while the scenarios ran</strong></p><ul>")
+        for e in doc["dispatcherExits"]:
+            code = "" if e.get("code") is None else f" with code {e['code']}"
+            parts.append(
+                f"<li>{_h(e['process'])} exited{code} {_h(e['atSeconds'])} s into the run: "
+                f'{_h(e["cause"])} <span class="muted">({_h(e["log"])})</span></li>'
+            )
+        parts.append("</ul>")
     for result_word in _RESULT_ORDER:
         group = [c for c in checks if c["result"] == result_word]
         if not group:

@@ -154,6 +154,8 @@ class Report:
     suite_version: str = __version__
     privileges: list[str] = field(default_factory=list)  # granted beyond the baseline role
     error: str = ""  # why the run could not judge the dispatcher; the summary says "error"
+    # replicas that exited by themselves while the scenarios ran (harness.orchestrate.exits)
+    dispatcher_exits: list[dict[str, Any]] = field(default_factory=list)
     catalogue: Catalogue = field(default_factory=dict, repr=False)  # empty: only `checks`
 
     @classmethod
@@ -243,6 +245,7 @@ class Report:
             "summary": self.summary(),
             "checks": checks,
             "findings": [f.to_dict() for f in self.findings],
+            "dispatcherExits": list(self.dispatcher_exits),
             "scorecard": _complete_scorecard(self.scorecard),
         }
         if self.error:

@@ -11,7 +11,7 @@ stdout).
 
 Events (the `event` field; `time` is Unix time): run-start (the checks selected),
 plan (the scenarios collected to run), scenario-start, check-verdict, scenario-end,
-run-end (the summary).
+replica-exit (a dispatcher replica exited by itself), run-end (the summary).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ PLAN = "plan"
 SCENARIO_START = "scenario-start"
 CHECK_VERDICT = "check-verdict"
 SCENARIO_END = "scenario-end"
+REPLICA_EXIT = "replica-exit"  # a dispatcher replica exited by itself (harness.orchestrate.exits)
 RUN_END = "run-end"
 
 PUBLIC_FILE = "progress.jsonl"  # in the report directory
@@ -111,6 +112,7 @@ class Progress:
     finished: set[str] = field(default_factory=set)
     durations: dict[str, float] = field(default_factory=dict)  # test -> seconds, if it ran
     reported: set[str] = field(default_factory=set)  # scenarios that recorded a verdict
+    exits: list[dict[str, Any]] = field(default_factory=list)  # replica-exit, as shown
     history: dict[str, float] = field(default_factory=dict)  # test -> seconds, last run
     _seen: set[tuple[str, str, str]] = field(default_factory=set)
 
@@ -159,6 +161,8 @@ class Progress:
                 if took is not None:
                     self.durations[test] = float(took)
         public = {**event, "elapsedSeconds": round(now - (self.started or now), 1)}
+        if kind == REPLICA_EXIT:
+            self.exits.append(public)
         if kind == SCENARIO_END:
             if event["test"] in self.names:
                 public.setdefault("scenario", self.names[event["test"]])
@@ -241,6 +245,17 @@ def history(public: Path, profile: str | None = None) -> dict[str, float]:
     if profile is not None and judged is not None and judged != profile:
         return {}
     return dict(replay.durations)
+
+
+def exits(events: Path, environment: Path) -> list[dict[str, Any]]:
+    """The replica-exit events of `environment`'s dispatcher so far, as its test
+    processes read them from the run's events file (`monotonic`: the exit's time on the
+    clock the timelines use)."""
+    return [
+        e
+        for e in Follower(events).read()
+        if e.get("event") == REPLICA_EXIT and e.get("environment") == str(environment)
+    ]
 
 
 def _prior(planned: Mapping[str, Any]) -> tuple[float, float | None]:
@@ -335,6 +350,15 @@ def human(event: Mapping[str, Any], log: Path | str) -> str | None:
         what = _first_line(event.get("error", ""), 160)
         name = event.get("scenario") or event["test"]
         return f"{at} {event.get('outcome', 'error'):<13} {name}: {what}; traceback in {log}"
+    if kind == REPLICA_EXIT:
+        code = event.get("code")
+        how = "exited" if code is None else f"exited with code {code}"
+        return (
+            f"{at} {'exited':<13} {event.get('where', '')}the dispatcher "
+            f"({event.get('process', 'replica')}) {how}: "
+            f"{_first_line(event.get('cause', ''), 300)}; its log: "
+            f"{Path(log).parent / str(event.get('log'))}"
+        )
     if kind == RUN_END:
         missing = event.get("notDecided") or []
         how = "interrupted" if event.get("interrupted") else "finished"
