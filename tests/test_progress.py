@@ -446,8 +446,19 @@ def test_a_scenario_past_its_expected_time_may_run_to_its_bound() -> None:
     fed(p, start(parallel=1), planned((A, False, 45, 200), (B, False, 45, 200)))
     fed(p, ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))
     assert p.eta(T0 + 30) == pytest.approx(15 + 45)  # within its expected time
-    assert p.eta(T0 + 60) == pytest.approx(140 + 45)  # past it: up to its bound
+    assert p.eta(T0 + 60) == pytest.approx(4.5 + 45)  # a little past it: a little more
+    assert p.eta(T0 + 100) == pytest.approx(100 + 45)  # well past it: up to its bound
     assert p.eta(T0 + 250) == pytest.approx(4.5 + 45)  # past its bound: a little more
+
+
+def test_a_scenario_whose_checks_are_all_decided_is_only_cleaning_up() -> None:
+    p = Progress()
+    plan_ = planned((A, False, 45, 200), (B, False, 45, 200))
+    plan_["scenarios"][0]["checks"] = ["CORE-06"]
+    fed(p, start(parallel=1), plan_, ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))
+    assert p.eta(T0 + 100) == pytest.approx(100 + 45)  # waiting, well past its time
+    fed(p, verdict("CORE-06", "a-1", "failed", 100))
+    assert p.eta(T0 + 100) == pytest.approx(0 + 45)  # decided: its clean-up is left
 
 
 def test_estimate_is_said_to_be_one_until_a_scenario_of_this_run_finished() -> None:

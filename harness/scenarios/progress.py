@@ -112,6 +112,8 @@ class Progress:
     finished: set[str] = field(default_factory=set)
     durations: dict[str, float] = field(default_factory=dict)  # test -> seconds, if it ran
     reported: set[str] = field(default_factory=set)  # scenarios that recorded a verdict
+    checks: dict[str, set[str]] = field(default_factory=dict)  # test -> the checks it decides
+    decided: dict[str, set[str]] = field(default_factory=dict)  # scenario -> checks judged
     exits: list[dict[str, Any]] = field(default_factory=list)  # replica-exit, as shown
     history: dict[str, float] = field(default_factory=dict)  # test -> seconds, last run
     _seen: set[tuple[str, str, str]] = field(default_factory=set)
@@ -131,6 +133,7 @@ class Progress:
             if not new:
                 return None
             self.planned.update({s["test"]: bool(s.get("exclusive")) for s in new})
+            self.checks.update({s["test"]: set(s.get("checks") or ()) for s in new})
             self.priors.update({s["test"]: _prior(s) for s in new if "expectedSeconds" in s})
             event = {**event, "added": len(new), "planned": len(self.planned)}
         elif kind == SCENARIO_START:
@@ -148,6 +151,7 @@ class Progress:
             before = self.verdicts.get(event["check"])
             self.verdicts[event["check"]] = _worse(before, key[2])
             self.reported.add(key[1])
+            self.decided.setdefault(key[1], set()).add(key[0])
             if before is not None and self.verdicts[event["check"]] == before:
                 # judged again on another scenario's timeline, and no worse: nothing new
                 event = {**event, "repeat": True}
@@ -186,12 +190,7 @@ class Progress:
                 continue
             rest = each = self.expected(test)
             if test in self.running:
-                ran = now - self.running[test]
-                bound = self.priors.get(test, (0.0, None))[1]
-                # past its expected time it waits on a wait of its own, at worst to its
-                # bound (a dispatcher that misses a deadline); a little more, never none
-                later = bound - ran if bound is not None and ran > each else 0.0
-                rest = max(each - ran, later, 0.1 * each)
+                rest = self._rest(test, each, now - self.running[test])
             if alone:
                 exclusive += rest
                 exclusive_longest = max(exclusive_longest, rest)
@@ -203,6 +202,19 @@ class Progress:
             return round(shared + exclusive, 1)
         # the second environment runs them from the start, the first joins in after its own
         return round(max(shared, (shared + exclusive) / 2, exclusive_longest), 1)
+
+    def _rest(self, test: str, each: float, ran: float) -> float:
+        """What is left of running scenario ``test``, expected to take ``each``, after
+        ``ran`` seconds. Every check it decides has its verdict: its clean-up alone. Well
+        past its expected time it waits on a wait of its own, at worst to its bound (a
+        dispatcher that missed a deadline). Else what is left of ``each``, a little more
+        once past it, never none."""
+        checks = self.checks.get(test)
+        if checks and checks <= self.decided.get(self.names.get(test, test), set()):
+            return min(max(each - ran, 0.0), 0.1 * each)
+        bound = self.priors.get(test, (0.0, None))[1]
+        later = bound - ran if bound is not None and ran > 2 * each else 0.0
+        return max(each - ran, later, 0.1 * each)
 
     def expected(self, test: str = "") -> float:
         """What scenario ``test`` (any scenario, without one) is expected to take: what it
