@@ -111,7 +111,6 @@ class Progress:
     names: dict[str, str] = field(default_factory=dict)  # test -> scenario name
     finished: set[str] = field(default_factory=set)
     durations: dict[str, float] = field(default_factory=dict)  # test -> seconds, if it ran
-    reported: set[str] = field(default_factory=set)  # scenarios that recorded a verdict
     checks: dict[str, set[str]] = field(default_factory=dict)  # test -> the checks it decides
     decided: dict[str, set[str]] = field(default_factory=dict)  # scenario -> checks judged
     exits: list[dict[str, Any]] = field(default_factory=list)  # replica-exit, as shown
@@ -150,7 +149,6 @@ class Progress:
             self._seen.add(key)
             before = self.verdicts.get(event["check"])
             self.verdicts[event["check"]] = _worse(before, key[2])
-            self.reported.add(key[1])
             self.decided.setdefault(key[1], set()).add(key[0])
             if before is not None and self.verdicts[event["check"]] == before:
                 # judged again on another scenario's timeline, and no worse: nothing new
@@ -172,7 +170,7 @@ class Progress:
                 public.setdefault("scenario", self.names[event["test"]])
             # its checks' own lines say what became of them; its error is for pytest.log
             names = {public.get("scenario"), str(event["test"]).rsplit("::", 1)[-1]}
-            public["explained"] = bool(names & self.reported)
+            public["explained"] = bool(names & set(self.decided))
         if kind in (PLAN, SCENARIO_START, CHECK_VERDICT, RUN_END):
             public.update(done=len(self.verdicts), total=self.total)
         if kind in (PLAN, SCENARIO_START, CHECK_VERDICT):
