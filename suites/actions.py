@@ -81,7 +81,13 @@ def describe(
     evicted_from = {t.cluster for t in turns if t.cluster}
     names = _Names(tl, b, evicted_from, len(own) == 1 and own[0], short)
     exits = [f"it exited: {said}" for said in exits_said(tl, end)]
-    lines = [_after_turn(tl, b, writes, _anchor(tl, own, turns), end, names, audited)]
+    waiting = [w for w in own if placed_at(tl.of(w), end) is None]
+    turn = _anchor(turns, waiting)
+    if waiting and len(waiting) < len(own):  # what it owed: the workloads still unplaced
+        owed, names.owed = [w for w in writes if w.workload in waiting], waiting
+    else:
+        owed = writes
+    lines = [_after_turn(tl, b, (owed, writes), turn, end, names, audited)]
     refused = [w for w in writes if w.code >= 400]
     said, dropped = _refused(refused, writes, names) if refused else ("", False)
     if dropped:
@@ -172,7 +178,9 @@ def _turns(
                 evicted.add(e.workload)
                 where = f" from {short(left)}" if left else ""
                 out.append(Turn(e.t, f"{who} was evicted{where}", e.workload, left))
-        elif e.kind is Kind.CONFIG_CHANGED and any(t.workload for t in out):
+        elif not any(t.workload for t in out):
+            continue  # the scenario's set-up, before its first workload: nothing to answer
+        elif e.kind is Kind.CONFIG_CHANGED:
             out.append(Turn(e.t, f"the config changed to [{joined(map(short, e.clusters))}]"))
         elif e.kind is Kind.CLUSTER_ACTIVE and e.cluster_active is False:
             out.append(Turn(e.t, f"{short(e.about_cluster)} went inactive"))
@@ -181,11 +189,9 @@ def _turns(
     return out
 
 
-def _anchor(tl: Timeline, own: Sequence[str], turns: list[Turn]) -> Turn | None:
-    """The last turn the dispatcher had to answer: of the workloads still unplaced at the
-    end when there are any (what it owed them), else of any."""
-    episodes = {w: placed_at(tl.of(w), float("inf")) for w in own}
-    waiting = {w for w, placed in episodes.items() if placed is None}
+def _anchor(turns: list[Turn], waiting: Sequence[str]) -> Turn | None:
+    """The last turn the dispatcher had to answer: of the `waiting` workloads (unplaced at
+    the end: what it owed them) and the environment when there are any, else of any."""
     owed = [t for t in turns if not t.workload or t.workload in waiting] if waiting else turns
     chosen = owed or turns
     return chosen[-1] if chosen else None
@@ -206,9 +212,11 @@ class _Names:
         self.tl, self.b, self.evicted_from, self.short = tl, b, evicted_from, short
         self.spans = inactive_spans(tl)
         self.one = one  # the scenario's only workload, whose name a line need not repeat
+        self.owed: list[str] = []  # the workloads a line is about, when not all of them
 
-    def of(self, e: Event) -> str:
-        """`e` in words: its list (and notes) for a nomination, else its verb."""
+    def of(self, e: Event, mark: bool = True) -> str:
+        """`e` in words: its list (and notes) for a nomination, else its verb; `mark`: say
+        when it was refused."""
         if not _nominates(e):
             return f"a {e.verb or 'write'}{' of ' + e.subresource if e.subresource else ''}"
         listed = f"[{joined(map(self.short, e.names))}]" if e.names else "[] (cleared)"
@@ -221,43 +229,63 @@ class _Names:
                 notes[name] = "in no config of the workload"
             elif inactive_at(self.spans, name, e.t):
                 notes[name] = "inactive then"
+        said = [f"refused: {e.code}"] if mark and e.code >= 400 else []
         if len(set(e.names)) == 1 and notes:  # one name: the note is about it
-            return f"{listed} ({next(iter(notes.values()))})"
-        said = "; ".join(f"{self.short(n)}: {note}" for n, note in notes.items())
-        return listed + (f" ({said})" if said else "")
+            said += notes.values()
+        else:
+            said += [f"{self.short(n)}: {note}" for n, note in notes.items()]
+        return listed + (f" ({'; '.join(said)})" if said else "")
 
-    def to(self, e: Event) -> str:
-        """ " to <workload>", unless it is the scenario's only one."""
-        return "" if e.workload == self.one or not e.workload else f" to {_short(e.workload)}"
+    def to(self, e: Event, owed: bool = True) -> str:
+        """ " to <workload>", unless it is the scenario's only one or (`owed`) the one a
+        line is about."""
+        if e.workload == self.one or not e.workload or (owed and [e.workload] == self.owed):
+            return ""
+        return f" to {_short(e.workload)}"
+
+    def about(self, turn: Turn | None) -> str:
+        """ " to <workload>" when a line is about some of the workloads only (" to it":
+        the one its `turn` names)."""
+        if len(self.owed) == 1:
+            return (
+                " to it"
+                if turn and turn.workload == self.owed[0]
+                else f" to {_short(self.owed[0])}"
+            )
+        return f" to the {len(self.owed)} workloads still unplaced" if self.owed else ""
 
 
 def _after_turn(
     tl: Timeline,
     b: Bounds,
-    writes: list[Event],
+    writes: tuple[list[Event], list[Event]],
     turn: Turn | None,
     end: float,
     names: _Names,
     audited: bool,
 ) -> str:
-    """What it did after the last turn it had to answer, and its last write before it."""
+    """What it did after the last turn it had to answer, and its last write before it.
+    `writes`: those to the workloads the line is about (`names.owed`), and all."""
+    owed, every = writes
     since = turn.t if turn is not None else 0.0
-    after = [w for w in writes if w.t >= since]
-    before = [w for w in writes if w.t < since]
+    after = [w for w in owed if w.t >= since]
+    before = [w for w in owed if w.t < since] or [w for w in every if w.t < since]
     head = f"after {turn.clause} at {at(turn.t)}" if turn is not None else "in the scenario"
+    to = names.about(turn)
     if not after:
-        line = f"{head} it wrote nothing for {end - since:.1f}s (to {at(end)})"
+        line = f"{head} it wrote nothing{to} for {end - since:.1f}s (to {at(end)})"
         if audited and turn is not None and turn.clause in ACTIONS.values():
             line += "; " + _last_read(tl, b, end)
         if before:
             last = before[-1]
-            line += f"; its last write, at {at(last.t)}, was {names.of(last)}{names.to(last)}"
+            it = " to it" if to and last.workload in names.owed else ""
+            line += f"; its last write{it}, at {at(last.t)}, was {names.of(last)}{names.to(last)}"
         elif audited:
             line += "; it wrote nothing before either"
         return line
     shown = [f"{names.of(w)}{names.to(w)} at {at(w.t)}" for w in after[:SHOWN_WRITES]]
     more = f" and {len(after) - SHOWN_WRITES} more" if len(after) > SHOWN_WRITES else ""
-    line = f"{head} it wrote {len(after)} time(s): {', '.join(shown)}{more}"
+    line = f"{head} it wrote{to} {len(after)} time(s): {', '.join(shown)}{more}"
     quiet = end - after[-1].t
     if len(after) > SHOWN_WRITES:
         line += f"; the last at {at(after[-1].t)}: {names.of(after[-1])}"
@@ -324,10 +352,9 @@ def _refused(refused: list[Event], writes: list[Event], names: _Names) -> tuple[
     ]
     if dropped:
         last = dropped[-1]
-        line += (
-            f"; after its refused write at {at(last.t)} ({names.of(last)}{names.to(last)}) "
-            "it did not write that workload again"
-        )
+        what = f"{names.of(last, mark=False)}{names.to(last, owed=False)}"
+        line += f"; after its refused write at {at(last.t)} ({what}) it did not write "
+        line += "that workload again"
     return line, bool(dropped)
 
 

@@ -84,7 +84,7 @@ def test_a_refused_write_it_never_retried() -> None:
     did = describe(story.timeline(), until(40.0), [WL])
     assert did.lines[0].startswith(
         "after the workload was created at t=0.0s it wrote 2 time(s): [w1] at t=1.0s, "
-        "[w1,w2] at t=11.0s; then nothing for 29.0s"
+        "[w1,w2] (refused: 500) at t=11.0s; then nothing for 29.0s"
     )
     # not retried: the console says it too
     assert did.lines[1] == (
@@ -101,7 +101,8 @@ def test_a_refused_write_retried_is_not_called_dropped() -> None:
     nominated(story, 11.5, "w1", "w2")
     did = describe(story.timeline(), until(40.0), [WL])
     assert did.lines[-1] == "1 refused: 409 x1"
-    assert "refused" not in did.summary  # retried: a detail, not the console's line
+    assert did.summary == did.lines[0]  # retried: a detail, not the console's line
+    assert "[w1,w2] (refused: 409) at t=11.0s, [w1,w2] at t=11.5s" in did.summary
 
 
 def test_after_a_restart_its_last_list_or_watch_is_said() -> None:
@@ -112,7 +113,7 @@ def test_after_a_restart_its_last_list_or_watch_is_said() -> None:
     story.add(25.0, Kind.WORKLOAD_CREATED, of="ns/late")
     did = describe(story.timeline(), until(60.0), [WL, "ns/late"])
     assert did.lines[0] == (
-        "after late was created at t=25.0s it wrote nothing for 35.0s (to t=60.0s); "
+        "after late was created at t=25.0s it wrote nothing to it for 35.0s (to t=60.0s); "
         "its last write, at t=1.5s, was [w1] to wl"
     )
     story.events = [e for e in story.events if e.workload != "ns/late"]
@@ -210,10 +211,35 @@ def test_an_exit_of_the_dispatcher_comes_first() -> None:
         "it exited: dispatcher-1 exited 5.0s before this scenario began: killed",
         "it exited: dispatcher-0 exited with code 1 at t=12.0s: "
         "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='127.0.0.1')",
-        "after late was created at t=20.0s it wrote nothing for 40.0s (to t=60.0s); its last "
+        "after late was created at t=20.0s it wrote nothing to it for 40.0s (to t=60.0s); its last "
         "write, at t=1.0s, was [w1] to wl",
     )
     assert did.summary == did.lines[2]  # the check's message says the exits
     before = describe(story.timeline(), until(10.0), [WL])
     assert before.lines[0].startswith("it exited: dispatcher-1")
     assert "dispatcher-0" not in " ".join(before.lines)  # not yet exited
+
+
+def test_what_it_owed_the_workload_left_unplaced_is_the_line() -> None:
+    """drops-refused-writes, as a real run recorded it: the workload whose escalation
+    Kueue refused was never written again, while the one created after the restart was
+    served; the set-up's inactive clusters are no turn to answer."""
+    before, after = "ns/job-before", "ns/job-after"
+    story = Story().active(0.0, "w1", False).active(0.1, "w2", False)
+    story.active(0.2, "w1", True).active(0.3, "w2", True)
+    story.add(0.5, Kind.WORKLOAD_CREATED, of=before)
+    nominated(story, 0.6, "w1", workload=before)
+    story.action(7.8, "manager-kueue-down")
+    nominated(story, 10.6, "w1", "w2", code=500, workload=before)
+    story.action(13.3, "manager-kueue-back").add(13.5, Kind.WORKLOAD_CREATED, of=after)
+    nominated(story, 13.8, "w1", workload=after).add(35.2, Kind.PLACEMENT, of=after, cluster="w1")
+    did = describe(story.timeline(), until(119.1), [before, after])
+    assert did.lines[0] == (
+        "after the manager's Kueue was back at t=13.3s it wrote nothing to job-before for "
+        "105.8s (to t=119.1s); it listed or watched no Workloads in the scenario; "
+        "its last write to it, at t=10.6s, was [w1,w2] (refused: 500)"
+    )
+    assert did.lines[1].endswith(
+        "after its refused write at t=10.6s ([w1,w2] to job-before) it did not write that "
+        "workload again"
+    )
