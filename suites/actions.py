@@ -42,7 +42,16 @@ ACTIONS = {
     "manager-kueue-back": "the manager's Kueue was back",
     "lose-capacity": "a worker lost its capacity",
 }
-RESTARTS = ("-down", "-back", "-killed", "-restarted")  # actions after which reads tell
+# actions after which its lists and watches of Workloads tell whether it is back
+READS_TELL = frozenset(
+    {
+        "dispatcher-killed",
+        "leader-killed",
+        "dispatcher-restarted",
+        "manager-apiserver-down",
+        "manager-apiserver-back",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,7 @@ class Turn:
     clause: str  # "the workload was evicted from w1", read after "after"
     workload: str = ""  # "" for the environment's (a config change, a restart)
     cluster: str = ""  # the cluster it left, for an eviction
+    action: str = ""  # the harness's action, for one
 
 
 def describe(
@@ -185,7 +195,7 @@ def _turns(
         elif e.kind is Kind.CLUSTER_ACTIVE and e.cluster_active is False:
             out.append(Turn(e.t, f"{short(e.about_cluster)} went inactive"))
         elif e.kind is Kind.ACTION and e.what in ACTIONS:
-            out.append(Turn(e.t, ACTIONS[e.what]))
+            out.append(Turn(e.t, ACTIONS[e.what], action=e.what))
     return out
 
 
@@ -274,7 +284,7 @@ def _after_turn(
     to = names.about(turn)
     if not after:
         line = f"{head} it wrote nothing{to} for {end - since:.1f}s (to {at(end)})"
-        if audited and turn is not None and turn.clause in ACTIONS.values():
+        if audited and turn is not None and turn.action in READS_TELL:
             line += "; " + _last_read(tl, b, end)
         if before:
             last = before[-1]

@@ -236,7 +236,7 @@ def test_what_it_owed_the_workload_left_unplaced_is_the_line() -> None:
     did = describe(story.timeline(), until(119.1), [before, after])
     assert did.lines[0] == (
         "after the manager's Kueue was back at t=13.3s it wrote nothing to job-before for "
-        "105.8s (to t=119.1s); it listed or watched no Workloads in the scenario; "
+        "105.8s (to t=119.1s); "
         "its last write to it, at t=10.6s, was [w1,w2] (refused: 500)"
     )
     assert did.lines[1].endswith(
