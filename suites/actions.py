@@ -97,7 +97,10 @@ def describe(
         owed, names.owed = [w for w in writes if w.workload in waiting], waiting
     else:
         owed = writes
+    restarts = [t for t in turns if t.action in READS_TELL and (turn is None or t.t <= turn.t)]
     lines = [_after_turn(tl, b, (owed, writes), turn, end, names, audited)]
+    if audited and restarts and not any(w.t >= (turn.t if turn else 0.0) for w in owed):
+        lines[0] += "; " + _last_read(tl, b, end, restarts[-1])
     refused = [w for w in writes if w.code >= 400]
     said, dropped = _refused(refused, writes, names) if refused else ("", False)
     if dropped:
@@ -284,8 +287,6 @@ def _after_turn(
     to = names.about(turn)
     if not after:
         line = f"{head} it wrote nothing{to} for {end - since:.1f}s (to {at(end)})"
-        if audited and turn is not None and turn.action in READS_TELL:
-            line += "; " + _last_read(tl, b, end)
         if before:
             last = before[-1]
             it = " to it" if to and last.workload in names.owed else ""
@@ -304,8 +305,9 @@ def _after_turn(
     return line
 
 
-def _last_read(tl: Timeline, b: Bounds, end: float) -> str:
-    """Its last list or watch of Workloads: after a restart, the sign its watch is back."""
+def _last_read(tl: Timeline, b: Bounds, end: float, restart: Turn) -> str:
+    """Its last list or watch of Workloads, said when it wrote nothing after a `restart`
+    (its own, or the manager's apiserver's): the sign its watch is back, or not."""
     reads = [
         e
         for e in tl.where(Kind.READ)
@@ -316,7 +318,8 @@ def _last_read(tl: Timeline, b: Bounds, end: float) -> str:
     if not reads:
         return "it listed or watched no Workloads in the scenario"
     last = reads[-1]
-    return f"its last {last.verb or 'read'} of Workloads was at {at(last.t)}"
+    said = f"its last {last.verb or 'read'} of Workloads was at {at(last.t)}"
+    return said + (f", before {restart.clause} at {at(restart.t)}" if last.t < restart.t else "")
 
 
 def _totals(writes: list[Event], own: Sequence[str], b: Bounds, end: float, names: _Names) -> str:

@@ -114,15 +114,25 @@ def test_after_a_restart_its_last_list_or_watch_is_said() -> None:
     did = describe(story.timeline(), until(60.0), [WL, "ns/late"])
     assert did.lines[0] == (
         "after late was created at t=25.0s it wrote nothing to it for 35.0s (to t=60.0s); "
-        "its last write, at t=1.5s, was [w1] to wl"
+        "its last write, at t=1.5s, was [w1] to wl; its last watch of Workloads was at "
+        "t=0.5s, before the manager's kube-apiserver was back at t=20.0s"
     )
     story.events = [e for e in story.events if e.workload != "ns/late"]
     did = describe(story.timeline(), until(60.0), [WL])
     # every workload placed: the last turn is the return of the apiserver
-    assert did.lines[0].startswith(
+    assert did.lines[0] == (
         "after the manager's kube-apiserver was back at t=20.0s it wrote nothing for 40.0s "
-        "(to t=60.0s); its last watch of Workloads was at t=0.5s"
+        "(to t=60.0s); its last write, at t=1.5s, was [w1]; its last watch of Workloads was "
+        "at t=0.5s, before the manager's kube-apiserver was back at t=20.0s"
     )
+    story.read(21.0, ME, "watch")  # its watch came back: nothing before the restart said
+    assert (
+        describe(story.timeline(), until(60.0), [WL])
+        .lines[0]
+        .endswith("its last watch of Workloads was at t=21.0s")
+    )
+    kueue = Story().read(0.5, ME, "watch").created(1.0).action(20.0, "manager-kueue-back")
+    assert "watch" not in describe(kueue.timeline(), until(60.0), [WL]).lines[0]
 
 
 def test_a_dispatcher_that_never_wrote() -> None:
