@@ -24,7 +24,73 @@ _KEYS = {
     "observed_until": "observedUntil",
     "shared_clusters": "sharedClusters",
     "dispatcher_users": "dispatcherUsers",
+    "dispatcher_actions": "dispatcherActions",
 }
+
+
+@dataclass(frozen=True)
+class DispatcherActions:
+    """What the dispatcher itself did in the scenario that decided a check, from the
+    manager's audit log (the suite words it; report.yaml's `dispatcherActions`): a few
+    sentences, the most telling first, the line the console shows (`summary`), and the
+    figures behind them. Times are the scenario's, as in the check's message."""
+
+    lines: tuple[str, ...]
+    summary: str = ""
+    writes: int = 0  # its writes to Workloads in the window, refused ones too
+    nomination_writes: int = 0  # of .status.nominatedClusterNames
+    refused: int = 0
+    workloads: tuple[str, ...] = ()  # the workloads it wrote
+    last_write: float | None = None  # when its last write came (None: it wrote nothing)
+    until: float = 0.0  # the window's end: where observation stopped
+    audited: bool = True  # False: no audit log, its nominations as seen stand for writes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "lines": list(self.lines),
+            "writes": self.writes,
+            "nominationWrites": self.nomination_writes,
+            "refused": self.refused,
+            "workloadsWritten": list(self.workloads),
+            "lastWriteSeconds": self.last_write,
+            "untilSeconds": self.until,
+            "auditLog": self.audited,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> DispatcherActions:
+        """The account `data` holds; ValueError saying what does not fit."""
+        if not isinstance(data, Mapping):
+            raise ValueError("dispatcherActions must be an object")
+        lines, workloads = data.get("lines"), data.get("workloadsWritten", [])
+        summary = data.get("summary", "")
+        if not isinstance(summary, str):
+            raise ValueError("dispatcherActions.summary must be a string")
+        for key, value in (("lines", lines), ("workloadsWritten", workloads)):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"dispatcherActions.{key} must be a list of strings")
+        counts = {k: data.get(k, 0) for k in ("writes", "nominationWrites", "refused")}
+        for key, value in counts.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"dispatcherActions.{key} must be an integer")
+        last, until = data.get("lastWriteSeconds"), data.get("untilSeconds", 0.0)
+        for key, value in (("lastWriteSeconds", last), ("untilSeconds", until)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise ValueError(f"dispatcherActions.{key} must be a number")
+        return cls(
+            lines=tuple(lines),  # type: ignore[arg-type]
+            summary=summary,
+            writes=counts["writes"],
+            nomination_writes=counts["nominationWrites"],
+            refused=counts["refused"],
+            workloads=tuple(workloads),
+            last_write=None if last is None else float(last),
+            until=float(until),
+            audited=bool(data.get("auditLog", True)),
+        )
 
 
 @dataclass(frozen=True)
@@ -53,11 +119,14 @@ class ScenarioResult:
     scorecard: dict[str, Any] | None = None
     timeouts: dict[str, Any] | None = None
     shape: dict[str, Any] | None = None
+    dispatcher_actions: DispatcherActions | None = None  # for a failed check
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
+            if isinstance(value, DispatcherActions):
+                value = value.to_json()
             out[_KEYS.get(f.name, f.name)] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -111,6 +180,8 @@ def _checked(name: str, key: str, value: Any) -> Any:
         if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
             raise wrong("a list of events")
         return value
+    if name == "dispatcher_actions" and value is not None:
+        return DispatcherActions.from_json(value)
     if name in ("measured", "scorecard", "timeouts", "shape") and value is not None:
         if not isinstance(value, dict):
             raise wrong("an object")

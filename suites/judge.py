@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -18,11 +18,12 @@ from harness import results, userfiles
 from harness.cluster import faults
 from harness.cluster.multikueue import API
 from harness.profile import Claims
-from harness.recording.timeline import Timeline
+from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.results import ScenarioResult
 from harness.scenarios import progress
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Result, Session, current
+from suites.actions import describe, exits_said
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
 from suites.scorecard import scorecard
 
@@ -103,6 +104,34 @@ def fewest_workers(claims: Claims) -> int:
     return max(MOST_WORKERS_BY_NUMBER, escalation_workers(step))
 
 
+# a scenario's set-up, first placement and clean-up, waiting no round (most take 30-90 s)
+SCENARIO_BASE = 45.0
+# scenarios that wait a claimed round: they escalate (CORE-04 and CORE-07 once, to the
+# config's last cluster), or restart something late in a round (RestartSafe, HA)
+ROUND_FEATURES = frozenset(
+    {"Escalation", "Ordering", "PerClusterTimeout", "RestartSafe", "HighAvailability"}
+)
+ROUND_CORE = frozenset({"CORE-04", "CORE-07"})
+
+
+def scenario_timing(
+    claims: Claims, slacks: Mapping[str, str], checks: Iterable[str], exclusive: bool
+) -> tuple[float, float]:
+    """(expected, bound): seconds a scenario deciding `checks` is expected to take for
+    these claims before any has run, and the longest it waits for a dispatcher that misses
+    its deadlines, for the estimate of the time left. Expected: its base plus the claimed
+    rounds it waits (one where it escalates; two for one that runs alone: its restart
+    comes late in a round and is judged over the next). Bound: its base plus a needed
+    placement's wait on the fewest workers' config, the claims reaching its last cluster
+    (``needed_placement_timeout``), where a scenario whose dispatcher never places ends."""
+    config = [f"c{i}" for i in range(fewest_workers(claims))]
+    b = Bounds.derive(claims.to_dict(), config, dict(slacks))
+    waits = any(c in ROUND_CORE or CATALOGUE[c].feature in ROUND_FEATURES for c in checks)
+    rounds = (2 if exclusive else 1) * (b.round_timeout or 0.0) if waits else 0.0
+    wait = b.placement_bound() + PLACEMENT_ROOM + b.placement_slack
+    return SCENARIO_BASE + rounds, SCENARIO_BASE + max(wait, rounds)
+
+
 def claimed_order(sc: Scenario, workers: list[str]) -> list[str]:
     """`workers` in the order the claims say their clusters are tried (before setup)."""
     by_cluster = {sc.cluster(w): w for w in workers}
@@ -181,8 +210,10 @@ def _wanted(check_id: str) -> bool:
     return current().selects(check_id)
 
 
-def _write(session: Session, record: ScenarioResult) -> None:
-    """The result file for the report, and the verdict for the live progress."""
+def _write(session: Session, record: ScenarioResult, *, quotes_error: bool = False) -> None:
+    """The result file for the report, and the verdict for the live progress
+    (`quotes_error`: its message quotes the scenario's exception, whose traceback the
+    console then points at, on this line, instead of on one of its own)."""
     results.write(session.results_dir, record)
     check = CATALOGUE.get(record.check)
     progress.emit(
@@ -194,6 +225,8 @@ def _write(session: Session, record: ScenarioResult) -> None:
         result=str(record.result),
         message=record.message,
         durationSeconds=record.duration_seconds,
+        dispatcher=record.dispatcher_actions.summary if record.dispatcher_actions else "",
+        traceback=quotes_error,
     )
 
 
@@ -213,7 +246,8 @@ def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None
     for check_id, verdict in verdicts.items():
         if check_id not in sc.recorded:
             result, message = settle(check_id, error, timed_out, sc.failed, tl)
-            _record(sc, check_id, verdict, tl, b, origin, result=result, why=message)
+            quotes = result == Result.UNDECIDED and error in message
+            _record(sc, check_id, verdict, tl, b, origin, result=result, why=message, quotes=quotes)
 
 
 def settle(
@@ -263,6 +297,7 @@ def _record(
     *,
     result: Result | None = None,
     why: str = "",
+    quotes: bool = False,
 ) -> None:
     sc.recorded.add(check_id)
     if result is None:
@@ -274,15 +309,20 @@ def _record(
     excuse = excused(CATALOGUE[check_id], result, sc, origin)
     if excuse:
         result, why = Result.UNDECIDED, f"{excuse}: not judged ({result}: {why or verdict.message})"
+    actions = None
     if result == Result.FAILED:
         sc.failed[check_id] = why or verdict.message
+        own = sorted(set(sc.jobs.values()) - sc.foreign)
+        actions = describe(tl, b, own, audited=_audited(sc), scenario=sc.name)
     _write(
         current(),
         ScenarioResult(
             check=check_id,
             scenario=sc.name,
             result=result,
-            message=_with_context(sc, why or (verdict.message if result != Result.PASSED else "")),
+            message=_with_context(
+                sc, why or (verdict.message if result != Result.PASSED else ""), tl
+            ),
             measured=verdict.measured,
             duration_seconds=round(sc.ctx.recorder.now() - sc.started, 1),
             timeline=tl.to_list(),
@@ -298,8 +338,17 @@ def _record(
             ),
             timeouts=b.report_timeouts(),
             shape=sc.shape.to_report(),
+            dispatcher_actions=actions,
         ),
+        quotes_error=quotes,
     )
+
+
+def _audited(sc: Scenario) -> bool:
+    """Whether the manager keeps an audit log (the local provider's), so the timeline holds
+    every request of the dispatcher's; elsewhere only its nominations are seen."""
+    info = getattr(sc.ctx.env, "info", None) or {}
+    return bool(info.get("auditLog"))
 
 
 def excused(check: Check, result: Result, sc: Scenario, origin: float) -> str:
@@ -317,18 +366,42 @@ def environment_note(hit: list[faults.Window], origin: float) -> str:
     return "environment: " + "; ".join(w.describe(origin) for w in hit) if hit else ""
 
 
-def _with_context(sc: Scenario, message: str) -> str:
+def _with_context(sc: Scenario, message: str, tl: Timeline | None = None) -> str:
     """A message about a result that is not passed, with what the reader must know about
-    how the scenario was set up (e.g. clusters made after the dispatcher started)."""
-    return f"{message} ({sc.context_note})" if message and sc.context_note else message
+    how the scenario was set up (e.g. clusters made after the dispatcher started) and
+    about the dispatcher's exits before the decision."""
+    exited = "; ".join(exits_said(tl)) if tl is not None else ""
+    notes = [
+        n for n in (sc.context_note, f"the dispatcher had exited: {exited}" if exited else "") if n
+    ]
+    return f"{message} ({'; '.join(notes)})" if message and notes else message
 
 
 def _observed(sc: Scenario, **facts: Any) -> tuple[Timeline, Bounds, float]:
     """The scenario's timeline and bounds, timed from its first event (returned too): check
-    messages then give the same times as the report's pictures."""
+    messages then give the same times as the report's pictures. The dispatcher's exits
+    so far are on it (earlier ones at negative times): a check decided after one says so."""
     tl, now = sc.timeline(), sc.ctx.recorder.now()
     t0 = _origin(tl, now)
-    return _relative(tl), bounds(sc, observed_until=now - t0, **facts), t0
+    tl = Timeline([*tl, *_exits(now)])
+    return _relative(tl, t0), bounds(sc, observed_until=now - t0, **facts), t0
+
+
+def _exits(now: float) -> list[Event]:
+    """DISPATCHER_EXITED events of this environment's replicas up to `now`, from the run's
+    progress stream (`mkdc run` says them there as they happen)."""
+    session = current()
+    return [
+        Event(
+            float(e["monotonic"]),
+            MANAGER,
+            Kind.DISPATCHER_EXITED,
+            "",
+            {k: e.get(k) for k in ("process", "code", "cause", "log")},
+        )
+        for e in progress.exits(session.events_file, session.environment)
+        if float(e.get("monotonic") or 0.0) <= now
+    ]
 
 
 def _origin(tl: Timeline, default: float) -> float:
@@ -336,9 +409,8 @@ def _origin(tl: Timeline, default: float) -> float:
     return default if first is None else first.t
 
 
-def _relative(tl: Timeline) -> Timeline:
-    """Times from the scenario's first event, so pictures start at 0."""
-    t0 = _origin(tl, 0.0)
+def _relative(tl: Timeline, t0: float) -> Timeline:
+    """Times from the scenario's first event (`t0`), so pictures start at 0."""
     return Timeline.from_list([{**e.to_dict(), "t": e.t - t0} for e in tl])
 
 
@@ -376,7 +448,7 @@ def record_setup_failed(
     if excuse:
         why = f"{excuse} (t from the setup's start); {why}"
     for check_id in ids:
-        _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why))
+        _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why), quotes_error=True)
 
 
 def collect_artifacts(sc: Scenario) -> None:

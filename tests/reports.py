@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.report import CheckResult, Finding, Report, core_ids
+from harness.results import DispatcherActions
 from harness.suite import catalogue
 
 CORE = core_ids(catalogue())  # the core checks' IDs, in catalogue order
@@ -185,7 +186,32 @@ def checks(
         if cid == "CORE-09":
             measured["timeToPlacementSeconds"] = {"p50": 51.164, "p99": 61.536}
         out.append(CheckResult(cid, name, result, message, 11.6, timeline(), measured))
+        if result == "failed":
+            out[-1].dispatcher_actions = ACTIONS
     return out
+
+
+ACTIONS = DispatcherActions(
+    lines=(
+        "after the workload was evicted from w1 at t=3.0s it wrote nothing for 150.0s "
+        "(to t=153.0s); its last write, at t=2.1s, was [w1] (w1, the cluster that evicted it)",
+        "in all, 1 write(s) to 1 workload(s) up to t=153.0s (1 of the nomination list: [w1])",
+    ),
+    summary="after the workload was evicted from w1 at t=3.0s it wrote nothing for 150.0s",
+    writes=1,
+    nomination_writes=1,
+    workloads=(WL,),
+    last_write=2.1,
+    until=153.0,
+)
+EXIT = {
+    "process": "dispatcher-0",
+    "replica": 0,
+    "code": 1,
+    "cause": "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='127.0.0.1')",
+    "atSeconds": 133.2,
+    "log": "artifacts/logs/dispatcher-0.log",
+}
 
 
 def report(checks_: list[CheckResult] | None = None, **kw: Any) -> Report:
@@ -211,7 +237,7 @@ def outcomes() -> dict[str, Report]:
     error = "the dispatcher could not be judged: it exited with code 3 at start"
     return {
         "passed": report(checks({}, {})),
-        "failed": report(),
+        "failed": report(dispatcher_exits=[EXIT]),
         "error": report([], error=error, timeouts={}, scorecard={}, findings=[]),
         "interrupted": report(checks({}, UNDECIDED, not_run=(*CORE[7:], "EXT-09"))),
     }

@@ -1048,3 +1048,15 @@ def test_ext11_says_the_start_up_was_not_allowed_for_only_where_no_read_was_seen
     [seen] = [c for c in CASES if c.id == "EXT-11-fail-reset-after-a-slow-start"]
     verdict = CATALOGUE["EXT-11"].evaluate(seen.story.timeline(), seen.bounds)
     assert not verdict.passed and "relaunch" not in verdict.message, verdict.message
+
+
+def test_ext13_says_no_guess_when_the_dispatcher_is_known_to_have_exited() -> None:
+    """A replica's exit on the timeline is the cause (the judge says it in the message):
+    the check does not guess at a watch never re-established."""
+    [lost] = [c for c in CASES if c.id == "EXT-13-fail-never-sees-new-workloads"]
+    story = Story(lost.story.workload)
+    story.events = list(lost.story.events)
+    story.env(9.0, Kind.DISPATCHER_EXITED, process="dispatcher-0", code=1, cause="boom")
+    verdict = CATALOGUE["EXT-13"].evaluate(story.timeline(), lost.bounds)
+    assert not verdict.passed and "first nomination none, due by t=43.0s" in verdict.message
+    assert "re-established" not in verdict.message

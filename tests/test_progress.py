@@ -6,11 +6,13 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.profile import load_profile
 from harness.scenarios import progress
 from harness.scenarios.progress import Follower, Progress, Reporter, human
 from suites import judge
@@ -178,6 +180,21 @@ def test_a_failed_verdict_line_ends_with_the_first_line_of_its_message() -> None
     )
 
 
+def test_a_failed_verdict_line_says_what_the_dispatcher_did() -> None:
+    event = {
+        **verdict("CORE-06", "s-1", "failed", 160, name="RedispatchAfterEviction"),
+        "message": "evicted at t=3.0s, never placed; bound 150.0s",
+        "dispatcher": "after the workload was evicted from w1 at t=3.0s it wrote nothing",
+        "elapsedSeconds": 160,
+    }
+    line = human(event, "r/pytest.log")
+    assert line is not None and line.endswith(
+        ": evicted at t=3.0s, never placed; bound 150.0s | the dispatcher: after the "
+        "workload was evicted from w1 at t=3.0s it wrote nothing"
+    )
+    assert "the dispatcher" not in str(human({**event, "dispatcher": ""}, "r/pytest.log"))
+
+
 def test_a_broken_scenario_points_at_the_log_and_a_passed_one_is_quiet() -> None:
     p = Progress()
     fed(p, start(), ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))
@@ -191,6 +208,38 @@ def test_a_broken_scenario_points_at_the_log_and_a_passed_one_is_quiet() -> None
     fed(p, ev(progress.SCENARIO_START, 10, test=B, scenario="b-2"))
     passed = p.feed(ev(progress.SCENARIO_END, 20, test=B, outcome="passed"))
     assert passed is not None and human(passed, "r/pytest.log") is None
+
+
+def test_one_line_per_decided_check_and_a_broken_scenario_says_it_once() -> None:
+    """A check judged on every timeline shows once, and again only when worse; a scenario
+    whose failed check said what happened ends quietly (its traceback is in pytest.log);
+    an undecided check that quotes its scenario's error points at the traceback itself."""
+    p = Progress()
+    fed(p, start(total=3), plan((A, False), (B, False), (C, False), at=0))
+    fed(p, ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))
+    fed(p, ev(progress.SCENARIO_START, 0, test=B, scenario="b-2"))
+    error = "TimeoutError: timed out after 225s waiting for placement again"
+    events = [
+        verdict("CORE-01", "a-1", "passed", 10),
+        verdict("CORE-06", "a-1", "failed", 11, message="evicted at t=3.0s, never placed"),
+        ev(progress.SCENARIO_END, 12, test=A, outcome="failed", error=error),
+        verdict("CORE-01", "b-2", "passed", 20),  # CORE-01 again, on B's timeline
+        verdict(
+            "CORE-03", "b-2", "undecided", 21, message=f"undecided: ...: {error}", traceback=True
+        ),
+        ev(progress.SCENARIO_END, 22, test=B, outcome="failed", error=error),
+        verdict("CORE-01", "c-3", "failed", 30, message="nominated w9"),  # worse: news
+    ]
+    lines = [human(public, "r/pytest.log") for public in fed(p, *events) if public is not None]
+    shown = [line for line in lines if line is not None]
+    assert [line.split()[1:3] for line in shown] == [
+        ["passed", "CORE-01"],
+        ["failed", "CORE-06"],
+        ["undecided", "CORE-03"],
+        ["failed", "CORE-01"],
+    ]
+    assert shown[2].endswith(f"{error}; traceback in r/pytest.log")
+    assert sum(error in line for line in shown) == 1
 
 
 def test_the_end_line_says_what_was_not_decided() -> None:
@@ -346,3 +395,93 @@ def test_estimate_starts_from_the_previous_run_scaled_by_this_runs_pace(tmp_path
     assert p.pace() == pytest.approx(2.0)
     # B: 90 s last time, so 180 s now, not the 20 s the mean of this run would say
     assert p.eta(T0 + 20) == pytest.approx(180 + 20)
+
+
+def test_a_previous_run_of_another_profile_is_no_history(tmp_path: Path) -> None:
+    previous = Progress()
+    lines = [
+        ev(progress.RUN_START, 0, total=1, parallel=1, profile="incremental"),
+        plan((A, False), at=0),
+        ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"),
+        ev(progress.SCENARIO_END, 300, test=A, outcome="passed"),
+    ]
+    public = tmp_path / progress.PUBLIC_FILE
+    public.write_text("".join(json.dumps(previous.feed(e)) + "\n" for e in lines))
+    assert progress.history(public, "incremental") == {A: 300.0}
+    assert progress.history(public, "reference") == {}
+
+
+def planned(*tests: tuple[str, bool, float, float], at: float = 0) -> dict[str, Any]:
+    """A plan whose scenarios carry the suite's (expected, bound) seconds."""
+    scenarios = [
+        {"test": t, "checks": [], "exclusive": alone, "expectedSeconds": e, "boundSeconds": b}
+        for t, alone, e, b in tests
+    ]
+    return ev(progress.PLAN, at, scenarios=scenarios)
+
+
+def test_the_estimate_starts_from_the_suites_priors_and_learns_this_runs_pace() -> None:
+    """A dispatcher with 30 s rounds: the suite expects its escalating scenarios to wait a
+    round, and the restart alone two; the default (60 s each) said 3 minutes here."""
+    p = Progress()
+    fed(
+        p,
+        start(parallel=1),
+        planned((A, False, 45, 200), (B, False, 75, 200), (RESTART, True, 105, 200)),
+    )
+    assert p.eta(T0) == pytest.approx(45 + 75 + 105)
+    fed(
+        p,
+        ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"),
+        ev(progress.SCENARIO_END, 90, test=A, outcome="passed"),  # twice its prior
+    )
+    assert p.prior_pace() == pytest.approx(2.0)
+    assert p.eta(T0 + 90) == pytest.approx(2 * 75 + 2 * 105)
+
+
+def test_a_scenario_past_its_expected_time_may_run_to_its_bound() -> None:
+    """It waits on a wait of its own (a dispatcher that misses a deadline makes it run to
+    its bound): the estimate does not say a few seconds while minutes remain."""
+    p = Progress()
+    fed(p, start(parallel=1), planned((A, False, 45, 200), (B, False, 45, 200)))
+    fed(p, ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))
+    assert p.eta(T0 + 30) == pytest.approx(15 + 45)  # within its expected time
+    assert p.eta(T0 + 60) == pytest.approx(4.5 + 45)  # a little past it: a little more
+    assert p.eta(T0 + 100) == pytest.approx(100 + 45)  # well past it: up to its bound
+    assert p.eta(T0 + 250) == pytest.approx(4.5 + 45)  # past its bound: a little more
+
+
+def test_a_scenario_whose_checks_are_all_decided_is_only_cleaning_up() -> None:
+    p = Progress()
+    plan_ = planned((A, False, 45, 200), (B, False, 45, 200))
+    plan_["scenarios"][0]["checks"] = ["CORE-06"]
+    fed(p, start(parallel=1), plan_, ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))
+    assert p.eta(T0 + 100) == pytest.approx(100 + 45)  # waiting, well past its time
+    fed(p, verdict("CORE-06", "a-1", "failed", 100))
+    assert p.eta(T0 + 100) == pytest.approx(0 + 45)  # decided: its clean-up is left
+
+
+def test_estimate_is_said_to_be_one_until_a_scenario_of_this_run_finished() -> None:
+    p = Progress(history={A: 30.0, B: 30.0})
+    fed(p, start(total=2, parallel=1), plan((A, False), (B, False), at=0))
+    first = p.feed(ev(progress.SCENARIO_START, 0, test=A, scenario="a-1"))
+    assert first is not None and first["etaGuessed"] is True
+    assert str(human(first, "r/pytest.log")).endswith("~1m00s left (estimate)]")
+    fed(p, ev(progress.SCENARIO_END, 30, test=A, outcome="passed"))
+    then = p.feed(ev(progress.SCENARIO_START, 30, test=B, scenario="b-2"))
+    assert then is not None and then["etaGuessed"] is False
+    assert str(human(then, "r/pytest.log")).endswith("[0/2 checks done, ~30s left]")
+
+
+def test_the_suites_priors_count_the_claimed_rounds() -> None:
+    """A scenario that escalates waits a claimed round, one that restarts something late
+    in a round two; the bound is a needed placement's whole wait, never under them."""
+    claims = replace(load_profile("reference").claims, round_timeout=30.0)
+    base, bound = judge.scenario_timing(claims, {}, ["CORE-03"], False)
+    one, _ = judge.scenario_timing(claims, {}, ["CORE-04"], False)
+    two, _ = judge.scenario_timing(claims, {}, ["EXT-13"], True)
+    assert (base, one - base, two - base) == (judge.SCENARIO_BASE, 30.0, 60.0)
+    # 3 workers at stepSize 1: 60 s to the last cluster, then placement_slack twice, room
+    assert bound == judge.SCENARIO_BASE + 60 + 60 + judge.PLACEMENT_ROOM + 60
+    never = replace(claims, round_timeout=None)
+    assert judge.scenario_timing(never, {}, ["EXT-13"], True)[0] == judge.SCENARIO_BASE

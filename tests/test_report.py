@@ -101,8 +101,10 @@ def test_yaml_has_the_contract_structure(tmp_path: Path) -> None:
         "summary",
         "checks",
         "findings",
+        "dispatcherExits",
         "scorecard",
     ]
+    assert doc["dispatcherExits"] == []  # every replica lived through the run
     assert doc["apiVersion"] == "mkdc/v1alpha1" and doc["kind"] == "ConformanceReport"
     assert doc["date"] == "2026-11-30T12:00:00Z"
     assert doc["environment"] == ENVIRONMENT

@@ -160,3 +160,25 @@ def test_the_page_needs_nothing_from_outside(tmp_path: Path) -> None:
     assert "<script" not in page and "<link" not in page and "<img" not in page
     assert "@import" not in page and "url(http" not in page
     assert re.findall(r'(?:src|href)="(?!#)[^"]*"', page) == []
+
+
+def test_what_the_dispatcher_did_sits_under_a_failed_check_before_its_picture(
+    tmp_path: Path,
+) -> None:
+    page = page_of(tmp_path)
+    section = page[page.index('id="CORE-05"') :]
+    section = section[: section.index("</section>")]
+    said = section.index("What the dispatcher did")
+    assert said < section.index('<svg class="timeline"')
+    for line in reports.ACTIONS.lines:
+        assert f"<li>{line}</li>" in section
+    passed = page[page.index('id="CORE-01"') :]
+    assert "What the dispatcher did" not in passed[: passed.index("</section>")]
+
+
+def test_a_dispatcher_that_exited_is_said_in_the_verdict(tmp_path: Path) -> None:
+    page = write_html(reports.outcomes()["failed"], tmp_path / "report.html").read_text()
+    verdict = page[: page.index('id="checks"')]
+    assert "The dispatcher exited while the scenarios ran" in verdict
+    assert "dispatcher-0 exited with code 1 133.2 s into the run: urllib3" in verdict
+    assert "exited while" not in page_of(tmp_path)  # none exited: nothing said

@@ -9,7 +9,7 @@ import pytest
 
 from harness import results
 from harness.errors import UserError
-from harness.results import ScenarioResult
+from harness.results import DispatcherActions, ScenarioResult
 from harness.scenarios.session import Result
 
 
@@ -25,6 +25,9 @@ def test_written_and_read_back_alike(tmp_path: Path) -> None:
         config=("w1", "w2"),
         dispatcher_users=("me",),
         scorecard={"peakConcurrentCopies": 1},
+        dispatcher_actions=DispatcherActions(
+            ("it wrote nothing for 30.0s",), until=30.0, workloads=("ns/wl",)
+        ),
     )
     path = results.write(tmp_path, record)
     assert json.loads(path.read_text())["observedUntil"] == 30.0
@@ -52,6 +55,19 @@ def test_written_and_read_back_alike(tmp_path: Path) -> None:
         (
             {"check": "CORE-01", "scenario": "s", "result": "passed", "timeline": [1]},
             "timeline must be a list of events, got list",
+        ),
+        (
+            {"check": "CORE-01", "scenario": "s", "result": "failed", "dispatcherActions": []},
+            "dispatcherActions must be an object",
+        ),
+        (
+            {
+                "check": "CORE-01",
+                "scenario": "s",
+                "result": "failed",
+                "dispatcherActions": {"lines": ["x"], "writes": "3"},
+            },
+            "dispatcherActions.writes must be an integer",
         ),
     ],
 )

@@ -15,6 +15,7 @@ import pytest
 
 from harness.cluster import faults
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
+from harness.scenarios import progress
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import SESSION_ENV
 from harness.scenarios.session import current as current_session
@@ -70,12 +71,60 @@ def test_timed_out_wait_explained_by_core01_is_undecided_naming_it(session: Path
     assert "worker1" in got["CORE-03"]["message"]
 
 
+def test_an_undecided_check_quoting_the_error_points_at_its_traceback(session: Path) -> None:
+    broke(scenario(["CORE-03"], CREATED, INSIDE))
+    said = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    verdicts = {e["check"]: e for e in said if e.get("event") == "check-verdict"}
+    assert verdicts["CORE-03"]["result"] == "undecided" and WAIT in verdicts["CORE-03"]["message"]
+    assert verdicts["CORE-03"]["traceback"] is True
+    assert verdicts["CORE-01"]["traceback"] is False  # passed: no error of its own to show
+
+
+def test_a_check_decided_after_the_dispatcher_exited_says_so(session: Path) -> None:
+    """`mkdc run` said the exit in the run's progress stream; the checks decided after it
+    say it in their messages, and the timeline they carry has it."""
+    sc = scenario(["CORE-04"], CREATED, INSIDE)
+    cause = "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='127.0.0.1', port=6443)"
+    for where, t in ((session, 31.0), (session / "elsewhere", 40.0)):  # the other's: not ours
+        progress.emit(
+            session / "events.jsonl",
+            progress.REPLICA_EXIT,
+            process="dispatcher-0",
+            replica=0,
+            code=1,
+            cause=cause,
+            log="artifacts/logs/dispatcher-0.log",
+            monotonic=sc.started + t,
+            environment=str(where),
+        )
+    broke(sc)
+    got = results(session)["CORE-04"]
+    assert got["result"] == "failed"
+    assert got["message"].endswith(
+        f"(the dispatcher had exited: dispatcher-0 exited with code 1 at t=30.0s: {cause})"
+    )
+    assert got["dispatcherActions"]["lines"][0] == (
+        f"it exited: dispatcher-0 exited with code 1 at t=30.0s: {cause}"
+    )
+    exits = [e for e in got["timeline"] if e["kind"] == Kind.DISPATCHER_EXITED]
+    assert [e["t"] for e in exits] == [30.0]
+    assert results(session)["CORE-01"]["message"] == ""  # passed: nothing to explain
+
+
 def test_a_violation_on_the_timeline_is_failed_not_undecided(session: Path) -> None:
     placed = (5.0, Kind.PLACEMENT, {"cluster": "sc-w1"})
     again = (9.0, Kind.NOMINATION, {"names": ["sc-w2"], "writer": None})
     broke(scenario(["CORE-03"], CREATED, INSIDE, placed, again))
     got = results(session)["CORE-03"]
     assert got["result"] == "failed" and "while placed on sc-w1" in got["message"]
+    # what the dispatcher did comes with it (no audit log offline: its nominations as seen)
+    assert got["dispatcherActions"]["lines"][0].startswith(
+        "after the workload was placed on w1 at t=4.0s it wrote 1 time(s): [w2] at t=8.0s"
+    )
+    said = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    verdict = next(e for e in said if e.get("check") == "CORE-03")
+    assert verdict["dispatcher"].startswith("after the workload was placed on w1")
+    assert results(session)["CORE-01"]["dispatcherActions"] is None  # passed: nothing to tell
 
 
 def test_a_wait_that_is_the_decision_point_fails_the_check(session: Path) -> None:

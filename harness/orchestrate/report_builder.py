@@ -61,6 +61,7 @@ def build_report(
                 duration_seconds=round(sum(r.duration_seconds for r in recs), 1),
                 timeline=Timeline.from_list(worst.timeline) if worst.timeline else None,
                 measured=worst.measured,
+                dispatcher_actions=worst.dispatcher_actions,
             )
         )
     cards = {_test_name(r.scenario): r.scorecard for r in records if r.scorecard}

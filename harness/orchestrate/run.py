@@ -34,6 +34,7 @@ from harness.cluster.procs import Supervisor
 from harness.errors import UserError, one_line, shown, shown_path
 from harness.orchestrate import container, control
 from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
+from harness.orchestrate.exits import ExitWatch
 from harness.orchestrate.options import Options
 from harness.orchestrate.report_builder import build_report, due, environment_section, privileges
 from harness.profile import SHARED, Profile, RunSpec, explain, load_profile, objects
@@ -353,7 +354,7 @@ def judge(
     profile, opts, report_dir = p.profile, p.opts, p.report_dir
     explain.announce(profile, [w.name for w in env.workers], log)
     with contextlib.ExitStack() as stack:
-        last_run = _fresh_report_dir(report_dir, env)
+        last_run = _fresh_report_dir(report_dir, env, profile.name)
         claims = None  # one environment runs every scenario that runs alone
         if aside is not None:  # two take them in turn (the run has this environment to itself)
             claims = env.run_dir / slots.CLAIMS_DIR
@@ -371,21 +372,25 @@ def judge(
         stage = functools.partial(
             _stage, p, common=common, run_id=run_id, stack=stack, started=started, claims=claims
         )
-        session, runner = stage(provider, env)
+        session, runner, watch = stage(provider, env)
         session_file = session.write(env.run_dir / SESSION_FILE)
-        runners, aside_file = [runner], None
+        runners, watches, aside_file = [runner], [watch], None
         if aside is not None:  # its clusters go with it: nothing there to purge
-            aside_session, aside_runner = stage(
+            aside_session, aside_runner, aside_watch = stage(
                 aside.provider, aside.env, events=session.events_file, where=ASIDE_LOG
             )
             aside_file = aside_session.write(aside.env.run_dir / SESSION_FILE)
             runners.append(aside_runner)
+            watches.append(aside_watch)
         reporter = stack.enter_context(
             progress.Reporter(session.events_file, report_dir, mode=opts.progress, history=last_run)
         )
-        interrupted, injected, not_injected = _run_suite(
-            p, provider, env, session, session_file, reporter, claims, aside_file
-        )
+        with contextlib.ExitStack() as watching:  # replicas that exit by themselves, said
+            for each in filter(None, watches):
+                watching.enter_context(each)
+            interrupted, injected, not_injected = _run_suite(
+                p, provider, env, session, session_file, reporter, claims, aside_file
+            )
         report = build_report(
             profile, env, report_dir, opts, time.monotonic() - started, interrupted
         )
@@ -395,8 +400,9 @@ def judge(
             report.environment["injectedFaults"] = _injected(injected, started)
             if not_injected:
                 report.environment["faultsNotInjected"] = not_injected
+        report.dispatcher_exits = [_exit_entry(e) for e in reporter.progress.exits]
         summary = report.summary()
-        if summary["failed"] or summary["undecided"]:
+        if summary["failed"] or summary["undecided"] or report.dispatcher_exits:
             _keep_evidence(provider, env, report_dir, runners, aside)
         write_all(report, report_dir)
         reporter.end(
@@ -408,10 +414,22 @@ def judge(
     return _say_verdict(report, summary, report_dir, interrupted)
 
 
-def _fresh_report_dir(report_dir: Path, env: Environment) -> dict[str, float]:
+def _exit_entry(event: dict[str, Any]) -> dict[str, Any]:
+    """The report's account of a replica that exited by itself (a replica-exit event)."""
+    return {
+        "process": event.get("process"),
+        "replica": event.get("replica"),
+        "code": event.get("code"),
+        "cause": event.get("cause") or "no output",
+        "atSeconds": event.get("elapsedSeconds"),
+        "log": event.get("log"),
+    }
+
+
+def _fresh_report_dir(report_dir: Path, env: Environment, profile: str) -> dict[str, float]:
     """An empty report folder with its `results/`, and the environment without an earlier
-    run's events; returns the last run's durations, for the estimate."""
-    last_run = progress.history(report_dir / progress.PUBLIC_FILE)
+    run's events; returns the last run's durations (of this `profile`), for the estimate."""
+    last_run = progress.history(report_dir / progress.PUBLIC_FILE, profile)
     if report_dir.exists():
         shutil.rmtree(report_dir)
     (report_dir / "results").mkdir(parents=True)
@@ -535,10 +553,11 @@ def _stage(
     events: Path | None = None,
     where: str = "",
     claims: Path | None = None,
-) -> tuple[Session, DispatcherRunner | None]:
+) -> tuple[Session, DispatcherRunner | None, ExitWatch | None]:
     """One environment readied for the suite: the `common` objects every scenario uses,
     the dispatcher started on it, its control channel open; the session its test
-    processes read. What it starts stops with `stack`."""
+    processes read, and the watch that says when a replica exits by itself. What it
+    starts stops with `stack`."""
     profile, opts = p.profile, p.opts
     # cluster-scoped objects every scenario uses; ones that already exist stay untouched
     for cluster in env.clusters:
@@ -562,7 +581,17 @@ def _stage(
         except StartFailure as exc:
             _provider_logs(provider)
             raise _start_failure_report(exc, profile, env, p.report_dir, started) from None
-    server = control.Server(env.run_dir, _control_handlers(provider, runner))
+    watch = None
+    if runner is not None:
+        watch = ExitWatch(
+            runner,
+            events or env.run_dir / EVENTS_FILE,
+            env.run_dir,
+            shared_network=getattr(runner, "network", None) is None,
+            where=where,
+            logs=f"artifacts/logs/{SECOND_ENVIRONMENT}" if where else "artifacts/logs",
+        )
+    server = control.Server(env.run_dir, _control_handlers(provider, runner, watch))
     stack.callback(server.close)
     session = Session(
         environment=env.run_dir,
@@ -582,7 +611,7 @@ def _stage(
         events=events,
         claims=claims,
     )
-    return session, runner
+    return session, runner, watch
 
 
 def _make_objects(
@@ -779,15 +808,27 @@ def _start_failure_report(
     return UserError(f"{exc}: read {log_file} (report: {report_dir / 'report.yaml'})")
 
 
-def _control_handlers(provider: Any, runner: DispatcherRunner | None) -> dict[str, control.Handler]:
+def _control_handlers(
+    provider: Any, runner: DispatcherRunner | None, watch: ExitWatch | None = None
+) -> dict[str, control.Handler]:
     def need_runner() -> DispatcherRunner:
         if runner is None:
             raise RuntimeError("this profile's dispatcher is built into Kueue")
         return runner
 
+    def kill(replica: int = 0) -> None:
+        if watch is not None:  # a scenario's kill: no exit to say
+            watch.killed(replica)
+        need_runner().kill(replica)
+
+    def start(replica: int = 0) -> None:
+        need_runner().restart(replica)
+        if watch is not None:
+            watch.started(replica)
+
     return {
-        "kill-dispatcher": lambda replica=0: need_runner().kill(replica),
-        "start-dispatcher": lambda replica=0: need_runner().restart(replica),
+        "kill-dispatcher": kill,
+        "start-dispatcher": start,
         "dispatcher-alive": lambda replica=0: need_runner().alive(replica),
         "interrupt": lambda process, how: provider.interrupt(process, how),
         "resume": lambda process: provider.resume(process),

@@ -54,6 +54,9 @@ class Kind(enum.StrEnum):
     CLUSTER_ACTIVE = "ClusterActive"  # manager: data: cluster, active (bool)
     CONFIG_CHANGED = "ConfigChanged"  # manager: data: config, clusters (list[str])
     ACTION = "Action"  # what the harness did: data: what, plus details
+    # a dispatcher replica exited by itself (not the harness's kill): data: process, code
+    # (None when unknown), cause (the line of its log that says why), log
+    DISPATCHER_EXITED = "DispatcherExited"
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,11 @@ class Event:
     def config(self) -> str | None:
         """CONFIG_CHANGED: which MultiKueueConfig."""
         return self.data.get("config")
+
+    @property
+    def cause(self) -> str:
+        """DISPATCHER_EXITED: why, quoted from its log."""
+        return str(self.data.get("cause") or "")
 
     @property
     def what(self) -> str:

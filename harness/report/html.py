@@ -199,6 +199,8 @@ def _picture(timeline: Timeline, workload: str) -> _Picture:
             rows.update(clusters)
             if e.t >= t0:
                 lines.append((e.t, f"config {d.get('config', '')}: {', '.join(clusters)}"))
+        elif e.kind is Kind.DISPATCHER_EXITED:
+            lines.append((e.t, f"{d.get('process') or 'dispatcher'} exited: {d.get('cause', '')}"))
         elif e.kind is Kind.ACTION:
             details = ", ".join(f"{k}={v}" for k, v in d.items() if k != "what")
             what = str(d.get("what", "action"))
@@ -361,6 +363,8 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}
 nav{font-size:.9em;margin:6px 0}nav a{margin-right:12px}
 .finding{border-left:4px solid #a01010;padding:2px 12px;margin:10px 0}
 .finding h4{margin:4px 0}
+.actions{border-left:4px solid #3182bd;padding:2px 12px;margin:10px 0}
+.actions h4{margin:4px 0}.actions ul{margin:4px 0;padding-left:20px}
 .check{border:1px solid #e2e2e2;border-radius:6px;padding:8px 16px;margin:16px 0}
 .check.failed,.check.undecided{border-left:6px solid currentColor}
 .check.failed,.check.undecided,.check.passed,.check.skipped,.check.not-supported{
@@ -471,6 +475,15 @@ def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> st
     ]
     if doc.get("error"):
         parts.append(f'<div class="message">{_h(doc["error"])}</div>')
+    if doc.get("dispatcherExits"):  # said at once on the console; first here too
+        parts.append("<p><strong>The dispatcher exited while the scenarios ran</strong></p><ul>")
+        for e in doc["dispatcherExits"]:
+            code = "" if e.get("code") is None else f" with code {e['code']}"
+            parts.append(
+                f"<li>{_h(e['process'])} exited{code} {_h(e['atSeconds'])} s into the run: "
+                f'{_h(e["cause"])} <span class="muted">({_h(e["log"])})</span></li>'
+            )
+        parts.append("</ul>")
     for result_word in _RESULT_ORDER:
         group = [c for c in checks if c["result"] == result_word]
         if not group:
@@ -530,6 +543,13 @@ def _check_section(
             + f" · seen in: {_h(', '.join(f['scenarios']) or 'the run')}</p></div>"
         )
     evidence = []
+    actions = entry.get("dispatcherActions")
+    if actions:
+        evidence.append(
+            '<div class="actions"><h4>What the dispatcher did</h4><ul>'
+            + "".join(f"<li>{_h(line)}</li>" for line in actions["lines"])
+            + "</ul></div>"
+        )
     if entry.get("measured"):
         evidence.append("<h4>Measured</h4>" + _kv_table(entry["measured"]))
     timeline = check.timeline

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__, userfiles
 from harness.recording.timeline import Timeline
 from harness.report.redaction import first_line, iso, plain, report_text
+from harness.results import DispatcherActions
 from harness.scenarios.session import Result
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ class CheckResult:
     duration_seconds: float = 0.0
     timeline: Timeline | None = None
     measured: dict[str, Any] = field(default_factory=dict)
+    # what the dispatcher did in the scenario that decided it (a failed check)
+    dispatcher_actions: DispatcherActions | None = None
 
     def __post_init__(self) -> None:
         if self.result not in RESULTS:
@@ -151,6 +154,8 @@ class Report:
     suite_version: str = __version__
     privileges: list[str] = field(default_factory=list)  # granted beyond the baseline role
     error: str = ""  # why the run could not judge the dispatcher; the summary says "error"
+    # replicas that exited by themselves while the scenarios ran (harness.orchestrate.exits)
+    dispatcher_exits: list[dict[str, Any]] = field(default_factory=list)
     catalogue: Catalogue = field(default_factory=dict, repr=False)  # empty: only `checks`
 
     @classmethod
@@ -216,6 +221,8 @@ class Report:
             entry["feature"] = feature
             if check.measured:
                 entry["measured"] = check.measured
+            if check.dispatcher_actions is not None:
+                entry["dispatcherActions"] = check.dispatcher_actions.to_json()
             checks.append(entry)
         environment = {key: self.environment.get(key) for key in ENVIRONMENT_FIELDS}
         environment.update(self.environment)
@@ -238,6 +245,7 @@ class Report:
             "summary": self.summary(),
             "checks": checks,
             "findings": [f.to_dict() for f in self.findings],
+            "dispatcherExits": list(self.dispatcher_exits),
             "scorecard": _complete_scorecard(self.scorecard),
         }
         if self.error:
@@ -294,6 +302,9 @@ class Report:
                 },
             )
             message = _xml(check["message"] or "")
+            if check.get("dispatcherActions"):
+                did = "\n".join(check["dispatcherActions"]["lines"])
+                message += "\n\nwhat the dispatcher did:\n" + _xml(did)
             if check["result"] == FAILED:
                 failure = ET.SubElement(case, "failure", {"message": first_line(message)})
                 failure.text = message

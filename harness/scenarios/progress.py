@@ -11,7 +11,7 @@ stdout).
 
 Events (the `event` field; `time` is Unix time): run-start (the checks selected),
 plan (the scenarios collected to run), scenario-start, check-verdict, scenario-end,
-run-end (the summary).
+replica-exit (a dispatcher replica exited by itself), run-end (the summary).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ PLAN = "plan"
 SCENARIO_START = "scenario-start"
 CHECK_VERDICT = "check-verdict"
 SCENARIO_END = "scenario-end"
+REPLICA_EXIT = "replica-exit"  # a dispatcher replica exited by itself (harness.orchestrate.exits)
 RUN_END = "run-end"
 
 PUBLIC_FILE = "progress.jsonl"  # in the report directory
@@ -104,10 +105,15 @@ class Progress:
     started: float | None = None
     verdicts: dict[str, str] = field(default_factory=dict)  # check -> worst result so far
     planned: dict[str, bool] = field(default_factory=dict)  # test -> exclusive
+    # test -> (expected, bound) seconds, as the suite's plan says for these claims
+    priors: dict[str, tuple[float, float | None]] = field(default_factory=dict)
     running: dict[str, float] = field(default_factory=dict)  # test -> start time
     names: dict[str, str] = field(default_factory=dict)  # test -> scenario name
     finished: set[str] = field(default_factory=set)
     durations: dict[str, float] = field(default_factory=dict)  # test -> seconds, if it ran
+    checks: dict[str, set[str]] = field(default_factory=dict)  # test -> the checks it decides
+    decided: dict[str, set[str]] = field(default_factory=dict)  # scenario -> checks judged
+    exits: list[dict[str, Any]] = field(default_factory=list)  # replica-exit, as shown
     history: dict[str, float] = field(default_factory=dict)  # test -> seconds, last run
     _seen: set[tuple[str, str, str]] = field(default_factory=set)
 
@@ -126,6 +132,8 @@ class Progress:
             if not new:
                 return None
             self.planned.update({s["test"]: bool(s.get("exclusive")) for s in new})
+            self.checks.update({s["test"]: set(s.get("checks") or ()) for s in new})
+            self.priors.update({s["test"]: _prior(s) for s in new if "expectedSeconds" in s})
             event = {**event, "added": len(new), "planned": len(self.planned)}
         elif kind == SCENARIO_START:
             test = event["test"]
@@ -139,7 +147,12 @@ class Progress:
             if key in self._seen:
                 return None
             self._seen.add(key)
-            self.verdicts[event["check"]] = _worse(self.verdicts.get(event["check"]), key[2])
+            before = self.verdicts.get(event["check"])
+            self.verdicts[event["check"]] = _worse(before, key[2])
+            self.decided.setdefault(key[1], set()).add(key[0])
+            if before is not None and self.verdicts[event["check"]] == before:
+                # judged again on another scenario's timeline, and no worse: nothing new
+                event = {**event, "repeat": True}
         elif kind == SCENARIO_END:
             test = event["test"]
             began = self.running.pop(test, None)
@@ -150,12 +163,19 @@ class Progress:
                 if took is not None:
                     self.durations[test] = float(took)
         public = {**event, "elapsedSeconds": round(now - (self.started or now), 1)}
-        if kind == SCENARIO_END and event["test"] in self.names:
-            public.setdefault("scenario", self.names[event["test"]])
+        if kind == REPLICA_EXIT:
+            self.exits.append(public)
+        if kind == SCENARIO_END:
+            if event["test"] in self.names:
+                public.setdefault("scenario", self.names[event["test"]])
+            # its checks' own lines say what became of them; its error is for pytest.log
+            names = {public.get("scenario"), str(event["test"]).rsplit("::", 1)[-1]}
+            public["explained"] = bool(names & set(self.decided))
         if kind in (PLAN, SCENARIO_START, CHECK_VERDICT, RUN_END):
             public.update(done=len(self.verdicts), total=self.total)
         if kind in (PLAN, SCENARIO_START, CHECK_VERDICT):
             public["etaSeconds"] = self.eta(now)
+            public["etaGuessed"] = not self.durations  # no scenario of this run finished yet
         return public
 
     def eta(self, now: float) -> float | None:
@@ -167,8 +187,8 @@ class Progress:
             if test in self.finished:
                 continue
             rest = each = self.expected(test)
-            if test in self.running:  # past its expected time: a little more, not none
-                rest = max(each - (now - self.running[test]), 0.1 * each)
+            if test in self.running:
+                rest = self._rest(test, each, now - self.running[test])
             if alone:
                 exclusive += rest
                 exclusive_longest = max(exclusive_longest, rest)
@@ -181,15 +201,39 @@ class Progress:
         # the second environment runs them from the start, the first joins in after its own
         return round(max(shared, (shared + exclusive) / 2, exclusive_longest), 1)
 
+    def _rest(self, test: str, each: float, ran: float) -> float:
+        """What is left of running scenario ``test``, expected to take ``each``, after
+        ``ran`` seconds. Every check it decides has its verdict: its clean-up alone. Well
+        past its expected time it waits on a wait of its own, at worst to its bound (a
+        dispatcher that missed a deadline). Else what is left of ``each``, a little more
+        once past it, never none."""
+        checks = self.checks.get(test)
+        if checks and checks <= self.decided.get(self.names.get(test, test), set()):
+            return min(max(each - ran, 0.0), 0.1 * each)
+        bound = self.priors.get(test, (0.0, None))[1]
+        later = bound - ran if bound is not None and ran > 2 * each else 0.0
+        return max(each - ran, later, 0.1 * each)
+
     def expected(self, test: str = "") -> float:
-        """What scenario ``test`` (any scenario, without one) is expected to take."""
+        """What scenario ``test`` (any scenario, without one) is expected to take: what it
+        took last run at this run's pace; else its prior (the suite's, from the claimed
+        round timeout) at the pace of this run's finished scenarios against theirs."""
         if test in self.history:
             return self.history[test] * self.pace()
         if self.durations:
-            return statistics.fmean(self.durations.values())
+            return self.prior(test) * self.prior_pace()
         if self.history:
             return statistics.fmean(self.history.values()) * self.pace()
-        return DEFAULT_SCENARIO_SECONDS
+        return self.prior(test)
+
+    def prior(self, test: str) -> float:
+        """What the plan expects of ``test`` before anything ran (the default without one)."""
+        return self.priors.get(test, (DEFAULT_SCENARIO_SECONDS, None))[0]
+
+    def prior_pace(self) -> float:
+        """This run's finished scenarios' time over their priors (1: none yet)."""
+        expected = sum(self.prior(t) for t in self.durations)
+        return sum(self.durations.values()) / expected if expected > 0 else 1.0
 
     def pace(self) -> float:
         """This run's finished scenarios' time over what they took last run (1: none yet)."""
@@ -199,13 +243,34 @@ class Progress:
         return sum(self.durations[t] for t in both) / sum(self.history[t] for t in both)
 
 
-def history(public: Path) -> dict[str, float]:
+def history(public: Path, profile: str | None = None) -> dict[str, float]:
     """What each scenario took in the run that wrote this public progress file (a report
-    directory's previous run), read before the directory is emptied; {} without one."""
-    replay = Progress()
+    directory's previous run), read before the directory is emptied; {} without one, or
+    when that run judged another `profile` (its rounds need not be this one's)."""
+    replay, judged = Progress(), None
     for event in Follower(public).read():
+        if event.get("event") == RUN_START:
+            judged = event.get("profile")
         replay.feed(event)
+    if profile is not None and judged is not None and judged != profile:
+        return {}
     return dict(replay.durations)
+
+
+def exits(events: Path, environment: Path) -> list[dict[str, Any]]:
+    """The replica-exit events of `environment`'s dispatcher so far, as its test
+    processes read them from the run's events file (`monotonic`: the exit's time on the
+    clock the timelines use)."""
+    return [
+        e
+        for e in Follower(events).read()
+        if e.get("event") == REPLICA_EXIT and e.get("environment") == str(environment)
+    ]
+
+
+def _prior(planned: Mapping[str, Any]) -> tuple[float, float | None]:
+    bound = planned.get("boundSeconds")
+    return float(planned["expectedSeconds"]), None if bound is None else float(bound)
 
 
 def _worse(old: str | None, new: str) -> str:
@@ -235,12 +300,14 @@ def span(seconds: float) -> str:
 
 
 def _count(event: Mapping[str, Any]) -> str:
+    """The count, and the time left: "(estimate)" while no scenario of this run finished
+    (a figure from the plan or the last run alone, not yet from this run's pace)."""
     eta = event.get("etaSeconds")
-    left = (
-        ""
-        if eta is None
-        else f", ~{span(round(eta)) if eta >= 60 else f'{eta:.0f}s'} left (estimate)"
-    )
+    guessed = " (estimate)" if event.get("etaGuessed", True) else ""
+    if eta is None:
+        left = ""
+    else:
+        left = f", ~{span(round(eta)) if eta >= 60 else f'{eta:.0f}s'} left{guessed}"
     return f"[{event.get('done', 0)}/{event.get('total', 0)} checks done{left}]"
 
 
@@ -271,17 +338,37 @@ def human(event: Mapping[str, Any], log: Path | str) -> str | None:
             _count(event)
         )
     if kind == CHECK_VERDICT:
+        if event.get("repeat"):
+            return None
         line = (
             f"{at} {event['result']:<13} {event['check']} {event.get('name', '')}  "
             f"{event.get('scenario', '')}  {span(float(event.get('durationSeconds') or 0))}  "
             f"{_count(event)}"
         )
         why = _first_line(event.get("message", "")) if event["result"] != "passed" else ""
+        did = _first_line(event.get("dispatcher", ""), 400)
+        if did:  # what the dispatcher itself did, beside what the timeline showed
+            why = f"{why} | the dispatcher: {did}"
+        if why and event.get("traceback"):  # the scenario's exception, quoted: its traceback
+            why = f"{why}; traceback in {log}"
         return f"{line}: {why}" if why else line
-    if kind == SCENARIO_END and event.get("outcome") not in ("passed", "skipped"):
+    if (
+        kind == SCENARIO_END
+        and event.get("outcome") not in ("passed", "skipped")
+        and not event.get("explained")
+    ):
         what = _first_line(event.get("error", ""), 160)
         name = event.get("scenario") or event["test"]
         return f"{at} {event.get('outcome', 'error'):<13} {name}: {what}; traceback in {log}"
+    if kind == REPLICA_EXIT:
+        code = event.get("code")
+        how = "exited" if code is None else f"exited with code {code}"
+        return (
+            f"{at} {'exited':<13} {event.get('where', '')}the dispatcher "
+            f"({event.get('process', 'replica')}) {how}: "
+            f"{_first_line(event.get('cause', ''), 300)}; its log: "
+            f"{Path(log).parent / str(event.get('log'))}"
+        )
     if kind == RUN_END:
         missing = event.get("notDecided") or []
         how = "interrupted" if event.get("interrupted") else "finished"

@@ -159,9 +159,15 @@ def _survives_outage(tl: Timeline, b: Bounds, process: str) -> Verdict:
     first, end = first_nomination(tl), end_of(tl, b)
     if (first is None and end >= due) or (first is not None and first.t > due):
         when = f"at {at(first.t)}" if first else "none"
+        # a dispatcher that exited is said to have (suites.judge), not guessed at
+        guess = (
+            ""
+            if tl.where(Kind.DISPATCHER_EXITED)
+            else " (its watch of Workloads not re-established?)"
+        )
         problems.append(
             f"created after {process} was back ({at(back.t)}): first nomination {when}, "
-            f"due by {at(due)} (its watch of Workloads not re-established?)"
+            f"due by {at(due)}{guess}"
         )
     stuck_at = created + b.placement_bound(b.expected_cluster) + b.handover_slack
     return _placed_by(first_placement(tl), end, stuck_at, problems, measured)

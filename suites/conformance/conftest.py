@@ -51,19 +51,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             why = CANNOT.get(need, need)
             judge.record_skipped(session, decided, f"the provider cannot {why}")
             item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
-    progress.emit(
-        session.events_file,
-        progress.PLAN,
-        scenarios=[
+    planned = []
+    for item in items:
+        if item.get_closest_marker("skip") is not None:
+            continue
+        alone = item.get_closest_marker("exclusive") is not None
+        checks = _decided(item, session)
+        expected, bound = judge.scenario_timing(profile.claims, session.slacks, checks, alone)
+        planned.append(
             {
                 "test": item.nodeid,
-                "checks": _decided(item, session),
-                "exclusive": item.get_closest_marker("exclusive") is not None,
+                "checks": checks,
+                "exclusive": alone,
+                "expectedSeconds": expected,
+                "boundSeconds": bound,
             }
-            for item in items
-            if item.get_closest_marker("skip") is None
-        ],
-    )
+        )
+    progress.emit(session.events_file, progress.PLAN, scenarios=planned)
 
 
 def _check_ids(item: pytest.Item) -> list[str]:
