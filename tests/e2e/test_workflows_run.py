@@ -117,6 +117,8 @@ def run_workflow(
     record = runner.run(ROOT / "ci" / "github" / name)
     for step in record.steps:
         print(f"{step.seconds:7.1f}s  rc={step.returncode}  {step.name}  [{step.how}]")
+        for line in step.output.strip().splitlines()[-4:]:  # a run's verdict, a build's end
+            print(f"{'':9}| {line}")
     print(f"{record.seconds():7.1f}s  in all")
     return record
 
