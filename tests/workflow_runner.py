@@ -92,7 +92,7 @@ class Runner:
         for folder in (self.workspace, self.temp, self.artifacts):
             folder.mkdir(parents=True, exist_ok=True)
         self.github_path.touch()
-        self._as_user(["chown", "-R", self.user, str(self.root)], root=True)
+        self._command(["chown", "-R", self.user, str(self.root)], as_root=True)
         self.env = {str(k): str(v) for k, v in (doc.get("env") or {}).items()}
         self.env.update(self.overrides)
         record = JobRecord()
@@ -147,7 +147,7 @@ class Runner:
         uses = step.get("uses")
         if uses is None:
             cwd = self.workspace / self.expand(step.get("working-directory", "."))
-            proc = self._as_user(
+            proc = self._command(
                 ["bash", "-e", "-o", "pipefail", "-c", self.expand(step["run"])], cwd=cwd
             )
             return "run", proc.returncode, proc.stdout + proc.stderr
@@ -155,11 +155,11 @@ class Runner:
         given = {k: self.expand(str(v)) for k, v in (step.get("with") or {}).items()}
         if action == "actions/checkout":
             self.checkout(self.workspace)
-            self._as_user(["chown", "-R", self.user, str(self.workspace)], root=True)
+            self._command(["chown", "-R", self.user, str(self.workspace)], as_root=True)
             return "local: the repository copied into the workspace", 0, ""
         if action in ("actions/setup-go", "actions/setup-python"):
             tool = "go" if action.endswith("go") else "python3"
-            proc = self._as_user([tool, "--version" if tool == "python3" else "version"])
+            proc = self._command([tool, "--version" if tool == "python3" else "version"])
             return f"local: this machine's {proc.stdout.strip()}", proc.returncode, proc.stderr
         if action == "actions/cache":
             return self._restore(given)
@@ -187,8 +187,9 @@ class Runner:
             if (found / str(i)).exists():
                 target = self._home_path(path)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                self._as_user(["cp", "-a", f"{found / str(i)}/.", str(target)], root=True)
-                self._as_user(["chown", "-R", self.user, str(target.parent)], root=True)
+                self._command(["cp", "-a", f"{found / str(i)}/.", str(target)], as_root=True)
+        # what was restored, and the folders made on the way to it, are the user's
+        self._command(["chown", "-R", self.user, str(self.home)], as_root=True)
         return f"local store: {hit} ({found.name})", 0, ""
 
     def _home_path(self, path: str) -> Path:
@@ -235,12 +236,12 @@ class Runner:
             "RUNNER_OS": "Linux",
         }
 
-    def _as_user(
-        self, argv: list[str], cwd: Path | None = None, root: bool = False
+    def _command(
+        self, argv: list[str], cwd: Path | None = None, as_root: bool = False
     ) -> subprocess.CompletedProcess[str]:
         """`argv` as the runner's user (with its environment), or as root for the
-        harness's own bookkeeping (`root`)."""
-        if not root:
+        runner's own bookkeeping (`as_root`: ownership, the cache's copies)."""
+        if not as_root:
             env = [f"{k}={v}" for k, v in self._user_env().items()]
             argv = ["sudo", "-u", self.user, "-H", "env", "-i", *env, *argv]
         return subprocess.run(
