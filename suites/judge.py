@@ -451,6 +451,22 @@ def record_setup_failed(
         _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why), quotes_error=True)
 
 
+LEFT_BEHIND = (
+    "undecided: scenario {test} did not start, so it decided nothing: what the earlier "
+    "scenarios left on the shared clusters was still there after {seconds:.0f}s: {left}"
+)
+
+
+def record_left_behind(
+    session: Session, test: str, ids: list[str], left: str, seconds: float
+) -> None:
+    """A scenario that could not have a clean turn (`harness.scenarios.turns`): its checks
+    are undecided with the leftover named, never judged on another scenario's quota."""
+    why = LEFT_BEHIND.format(test=test, seconds=seconds, left=left)
+    for check_id in ids:
+        _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why))
+
+
 def collect_artifacts(sc: Scenario) -> None:
     """What a reader needs to see why a check failed, gathered before cleanup."""
     out = current().report_dir / "artifacts" / sc.name

@@ -22,7 +22,7 @@ from harness.orchestrate import control
 from harness.profile import SHARED, load_profile
 from harness.providers import CANNOT
 from harness.recording.recorder import Recorder
-from harness.scenarios import progress
+from harness.scenarios import progress, turns
 from harness.scenarios.scenario import Context, Scenario
 from harness.scenarios.session import Session, current
 from harness.scenarios.slots import scenario_slot
@@ -136,6 +136,7 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
             checks=_decided(request.node, current()),
             exclusive=exclusive,
         )
+        _clean_turn(context, request.node, name)
         yield sc
         try:
             judge.judge_every_timeline(sc)
@@ -146,6 +147,22 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
                 judge.collect_artifacts(sc)
         finally:
             sc.cleanup()
+
+
+def _clean_turn(context: Context, item: pytest.Item, name: str) -> None:
+    """Where scenarios take turns on shared ClusterQueues (clusterScope shared, a fixed
+    worker ClusterQueue), start only once the earlier ones left nothing; else this
+    scenario's checks are undecided naming the leftover, and it does not run."""
+    environment = context.profile.environment
+    if environment.cluster_scope != SHARED and not environment.worker_cluster_queue:
+        return
+    left = turns.wait_clean(context.env, context.run_id, current=name)
+    if left:
+        session = current()
+        judge.record_left_behind(
+            session, item.name, _decided(item, session), left, turns.CLEAN_TURN
+        )
+        pytest.skip(f"the earlier scenarios left {left}")
 
 
 def _first_line(report: pytest.TestReport) -> str:
