@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -135,13 +136,14 @@ def test_survey_finds_quota_and_objects_of_earlier_scenarios_only() -> None:
 def test_waiting_for_a_clean_turn_ends_when_the_leftovers_go(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    surveys = iter([([], [turns.Left("m", "Job", "a/j")]), ([], [])])
+    Survey = tuple[list[turns.Held], list[turns.Left]]
+    surveys: Iterator[Survey] = iter([([], [turns.Left("m", "Job", "a/j")]), ([], [])])
     monkeypatch.setattr(turns, "survey", lambda *_a, **_k: next(surveys))
     assert turns.wait_clean(None, "run", timeout=5) == ""  # type: ignore[arg-type]
 
 
 def test_a_turn_that_stays_unclean_returns_what_is_left(monkeypatch: pytest.MonkeyPatch) -> None:
-    left = ([], [turns.Left("m", "Job", "a/j")])
+    left: tuple[list[turns.Held], list[turns.Left]] = ([], [turns.Left("m", "Job", "a/j")])
     monkeypatch.setattr(turns, "survey", lambda *_a, **_k: left)
     assert turns.wait_clean(None, "run", timeout=0.3) == "m: Job a/j from scenario a remains"  # type: ignore[arg-type]
 
@@ -189,7 +191,12 @@ def test_a_clean_turn_or_own_queues_start_at_once(
     session: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[str] = []
-    monkeypatch.setattr(turns, "wait_clean", lambda *_a, **_k: asked.append("x") or "")
+
+    def wait_clean(*_: Any, **__: Any) -> str:
+        asked.append("x")
+        return ""
+
+    monkeypatch.setattr(turns, "wait_clean", wait_clean)
     conftest._clean_turn(context("example-go-shared"), Item(), "now-9f9f")  # type: ignore[arg-type]
     conftest._clean_turn(context("reference"), Item(), "now-9f9f")  # type: ignore[arg-type]
     assert asked == ["x"]  # the reference profile's scenarios have queues of their own
