@@ -452,19 +452,20 @@ def record_setup_failed(
 
 
 LEFT_BEHIND = (
-    "undecided: scenario {test} did not start, so it decided nothing: what the earlier "
-    "scenarios left on the shared clusters was still there after {seconds:.0f}s: {left}"
+    "undecided: {left} (left by an earlier scenario, still there after {seconds:.0f}s), "
+    "so scenario {scenario} did not start and decided nothing"
 )
 
 
 def record_left_behind(
-    session: Session, test: str, ids: list[str], left: str, seconds: float
+    session: Session, scenario: str, ids: list[str], left: str, seconds: float
 ) -> None:
     """A scenario that could not have a clean turn (`harness.scenarios.turns`): its checks
-    are undecided with the leftover named, never judged on another scenario's quota."""
-    why = LEFT_BEHIND.format(test=test, seconds=seconds, left=left)
+    are undecided with the leftover named first (the console shows a message's start),
+    never judged on what another scenario left."""
+    why = LEFT_BEHIND.format(scenario=scenario, seconds=seconds, left=left)
     for check_id in ids:
-        _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why))
+        _write(session, ScenarioResult(check_id, scenario, Result.UNDECIDED, why))
 
 
 def collect_artifacts(sc: Scenario) -> None:

@@ -182,8 +182,8 @@ def test_a_shared_scope_scenario_after_leftovers_is_undecided_naming_them(
     (record,) = [json.loads(p.read_text()) for p in (session / "results").glob("*.json")]
     assert record["check"] == "EXT-04" and record["result"] == "undecided"
     assert record["message"] == (
-        "undecided: scenario test_bounded_preemption did not start, so it decided nothing: "
-        "what the earlier scenarios left on the shared clusters was still there after 90s: " + line
+        f"undecided: {line} (left by an earlier scenario, still there after 90s), so "
+        "scenario now-9f9f did not start and decided nothing"
     )
 
 

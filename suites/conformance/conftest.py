@@ -159,9 +159,7 @@ def _clean_turn(context: Context, item: pytest.Item, name: str) -> None:
     left = turns.wait_clean(context.env, context.run_id, current=name)
     if left:
         session = current()
-        judge.record_left_behind(
-            session, item.name, _decided(item, session), left, turns.CLEAN_TURN
-        )
+        judge.record_left_behind(session, name, _decided(item, session), left, turns.CLEAN_TURN)
         pytest.skip(f"the earlier scenarios left {left}")
 
 
