@@ -451,8 +451,9 @@ def record_setup_failed(
         _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why), quotes_error=True)
 
 
+LEFT_BY_EARLIER = "left by an earlier scenario"
 LEFT_BEHIND = (
-    "undecided: {left} (left by an earlier scenario, still there after {seconds:.0f}s), "
+    "undecided: {left} (" + LEFT_BY_EARLIER + ", still there after {seconds:.0f}s), "
     "so scenario {scenario} did not start and decided nothing"
 )
 
