@@ -148,6 +148,18 @@ def test_a_turn_that_stays_unclean_returns_what_is_left(monkeypatch: pytest.Monk
     assert turns.wait_clean(None, "run", timeout=0.3) == "m: Job a/j from scenario a remains"  # type: ignore[arg-type]
 
 
+def test_a_cluster_that_stays_unreachable_is_no_clean_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(*_: Any, **__: Any) -> Any:
+        raise ConnectionRefusedError
+
+    monkeypatch.setattr(turns, "survey", refused)
+    assert turns.wait_clean(None, "run", timeout=0.3) == (  # type: ignore[arg-type]
+        "the clusters could not be surveyed for leftovers (ConnectionRefusedError)"
+    )
+
+
 class Item:
     name = "test_bounded_preemption"
 

@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import urllib3
 import yaml
 from kubernetes.client.rest import ApiException
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
@@ -717,7 +716,7 @@ class Scenario:
 
 # A cluster whose apiserver is restarting (an injected fault) refuses connections for a
 # while: a scenario's setup waits for it rather than breaking (an apply is idempotent).
-UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
+UNREACHABLE = kube.UNREACHABLE
 WHEN_REACHABLE = Retrying(
     retry=retry_if_exception_type(UNREACHABLE),
     wait=wait_exponential(multiplier=0.5, max=5),

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubernetes.client.rest import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kubernetes.utils.quantity import parse_quantity
 
@@ -165,12 +166,16 @@ def wait_clean(
     env: Environment, run_id: str, current: str = "", timeout: float = CLEAN_TURN
 ) -> str:
     """Wait until the earlier scenarios left nothing (`survey`); "" then, else the
-    `reason` naming what is still there after `timeout` seconds."""
-
-    seen = ["the clusters could not be listed"]
+    `reason` naming what is still there after `timeout` seconds (or why the clusters
+    could not be surveyed: a cluster that stays unreachable is no clean turn either)."""
+    seen = ["nothing surveyed"]
 
     def clean() -> None:
-        seen[0] = reason(*survey(env, run_id, current))
+        try:
+            seen[0] = reason(*survey(env, run_id, current))
+        except (ApiException, *kube.UNREACHABLE) as err:
+            seen[0] = f"the clusters could not be surveyed for leftovers ({type(err).__name__})"
+            raise
         if seen[0]:
             raise kube.NotYet(seen[0])
 
