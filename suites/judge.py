@@ -463,10 +463,10 @@ def record_left_behind(
 ) -> None:
     """A scenario that could not have a clean turn (`harness.scenarios.turns`): its checks
     are undecided with the leftover named first (the console shows a message's start),
-    never judged on what another scenario left."""
+    never judged on what another scenario left; their time is the wait for it."""
     why = LEFT_BEHIND.format(scenario=scenario, seconds=seconds, left=left)
     for check_id in ids:
-        _write(session, ScenarioResult(check_id, scenario, Result.UNDECIDED, why))
+        _write(session, ScenarioResult(check_id, scenario, Result.UNDECIDED, why, seconds))
 
 
 def collect_artifacts(sc: Scenario) -> None:

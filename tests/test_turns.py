@@ -193,6 +193,7 @@ def test_a_shared_scope_scenario_after_leftovers_is_undecided_naming_them(
     assert current_session().selects("EXT-04")
     (record,) = [json.loads(p.read_text()) for p in (session / "results").glob("*.json")]
     assert record["check"] == "EXT-04" and record["result"] == "undecided"
+    assert record["durationSeconds"] == 90.0
     assert record["message"] == (
         f"undecided: {line} (left by an earlier scenario, still there after 90s), so "
         "scenario now-9f9f did not start and decided nothing"
