@@ -14,7 +14,7 @@ import pytest
 
 from harness.profile import load_profile
 from harness.scenarios import turns
-from harness.scenarios.scenario import waiting_for_quota
+from harness.scenarios.scenario import Scenario, waiting_for_quota
 from harness.scenarios.session import current as current_session
 from suites.conformance import conftest
 from tests.sessions import FrozenRecorder, offline_context, use_session
@@ -167,10 +167,12 @@ class Item:
         return SimpleNamespace(args=("EXT-04",)) if name == "checks" else None
 
 
-def context(profile: str) -> Any:
+def scenario(profile: str) -> Scenario:
     ctx = offline_context(FrozenRecorder())
     ctx.profile = load_profile(profile)
-    return ctx
+    sc = Scenario(ctx, "now-9f9f")
+    sc.started = 0.0
+    return sc
 
 
 @pytest.fixture
@@ -189,7 +191,7 @@ def test_a_shared_scope_scenario_after_leftovers_is_undecided_naming_them(
     )
     monkeypatch.setattr(turns, "wait_clean", lambda *_a, **_k: line)
     with pytest.raises(pytest.skip.Exception):
-        conftest._clean_turn(context("example-go-shared"), Item(), "now-9f9f")  # type: ignore[arg-type]
+        conftest._clean_turn(scenario("example-go-shared"), Item())  # type: ignore[arg-type]
     assert current_session().selects("EXT-04")
     (record,) = [json.loads(p.read_text()) for p in (session / "results").glob("*.json")]
     assert record["check"] == "EXT-04" and record["result"] == "undecided"
@@ -210,9 +212,11 @@ def test_a_clean_turn_or_own_queues_start_at_once(
         return ""
 
     monkeypatch.setattr(turns, "wait_clean", wait_clean)
-    conftest._clean_turn(context("example-go-shared"), Item(), "now-9f9f")  # type: ignore[arg-type]
-    conftest._clean_turn(context("reference"), Item(), "now-9f9f")  # type: ignore[arg-type]
+    shared, own = scenario("example-go-shared"), scenario("reference")
+    conftest._clean_turn(shared, Item())  # type: ignore[arg-type]
+    conftest._clean_turn(own, Item())  # type: ignore[arg-type]
     assert asked == ["x"]  # the reference profile's scenarios have queues of their own
+    assert shared.started == shared.ctx.recorder.now() and own.started == 0.0  # from the turn
     assert not list((session / "results").glob("*.json"))
 
 

@@ -136,7 +136,7 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
             checks=_decided(request.node, current()),
             exclusive=exclusive,
         )
-        _clean_turn(context, request.node, name)
+        _clean_turn(sc, request.node)
         yield sc
         try:
             judge.judge_every_timeline(sc)
@@ -149,18 +149,20 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
             sc.cleanup()
 
 
-def _clean_turn(context: Context, item: pytest.Item, name: str) -> None:
+def _clean_turn(sc: Scenario, item: pytest.Item) -> None:
     """Where scenarios take turns on shared ClusterQueues (clusterScope shared, a fixed
-    worker ClusterQueue), start only once the earlier ones left nothing; else this
-    scenario's checks are undecided naming the leftover, and it does not run."""
-    environment = context.profile.environment
+    worker ClusterQueue), start only once the earlier ones left nothing, the scenario's
+    time counted from then; else its checks are undecided naming the leftover, and it
+    does not run."""
+    environment = sc.ctx.profile.environment
     if environment.cluster_scope != SHARED and not environment.worker_cluster_queue:
         return
-    left = turns.wait_clean(context.env, context.run_id, current=name)
+    left = turns.wait_clean(sc.ctx.env, sc.ctx.run_id, current=sc.name)
     if left:
         session = current()
-        judge.record_left_behind(session, name, _decided(item, session), left, turns.CLEAN_TURN)
+        judge.record_left_behind(session, sc.name, _decided(item, session), left, turns.CLEAN_TURN)
         pytest.skip(f"the earlier scenarios left {left}")
+    sc.started = sc.ctx.recorder.now()
 
 
 def _first_line(report: pytest.TestReport) -> str:
