@@ -9,6 +9,8 @@ and asserts that the kills failed, named in the report, and nothing else failed.
 is on the fewest workers every scenario runs on for its claims (``fewest_workers``). Without
 ``--quick`` the reference and the built-in dispatchers must fail none of the union of those
 checks. A fault that survives is a hole in a check (fix the check, not the dispatcher).
+A fault that leaves work behind on shared clusters (``left_behind``) must instead leave
+the next scenario's checks undecided, naming the leftover: never judged on it.
 
 The kill matrix (faulty dispatcher x check: killed / survived / —) is printed and written
 to ``reports/selftest/kill-matrix.md`` (``reports/selftest-quick/`` with ``--quick``).
