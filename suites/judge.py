@@ -451,6 +451,24 @@ def record_setup_failed(
         _write(session, ScenarioResult(check_id, test, Result.UNDECIDED, why), quotes_error=True)
 
 
+LEFT_BY_EARLIER = "left by an earlier scenario"
+LEFT_BEHIND = (
+    "undecided: {left} (" + LEFT_BY_EARLIER + ", still there after {seconds:.0f}s), "
+    "so scenario {scenario} did not start and decided nothing"
+)
+
+
+def record_left_behind(
+    session: Session, scenario: str, ids: list[str], left: str, seconds: float
+) -> None:
+    """A scenario that could not have a clean turn (`harness.scenarios.turns`): its checks
+    are undecided with the leftover named first (the console shows a message's start),
+    never judged on what another scenario left; their time is the wait for it."""
+    why = LEFT_BEHIND.format(scenario=scenario, seconds=seconds, left=left)
+    for check_id in ids:
+        _write(session, ScenarioResult(check_id, scenario, Result.UNDECIDED, why, seconds))
+
+
 def collect_artifacts(sc: Scenario) -> None:
     """What a reader needs to see why a check failed, gathered before cleanup."""
     out = current().report_dir / "artifacts" / sc.name

@@ -12,7 +12,14 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from dispatchers.faulty.__main__ import factory, main, split_fault
-from dispatchers.faulty.faults import FAULTS, MISSING, OUTSIDE, IgnoresLeader, TrimsWhenRefused
+from dispatchers.faulty.faults import (
+    FAULTS,
+    KEEP,
+    MISSING,
+    OUTSIDE,
+    IgnoresLeader,
+    TrimsWhenRefused,
+)
 from dispatchers.reference.controller import Controller, plan
 from dispatchers.reference.metrics import Metrics
 from dispatchers.reference.settings import Settings
@@ -382,3 +389,26 @@ def test_stale_watch_never_reconnects_after_a_dropped_connection() -> None:
     ctl = factory(FAULTS["stale-watch"])(S, object(), Metrics(), None, threading.Event())
     assert isinstance(ctl, StaleWatch) and isinstance(ctl.informers["workloads"], QuitsOnDrop)
     assert not isinstance(ctl.informers["multikueueclusters"], QuitsOnDrop)
+
+
+class KeepingKube(RefusingKube):
+    """Records the finalizers the dispatcher writes on the main resource."""
+
+    def patch_workload(self, ns: str, name: str, body: dict[str, Any], manager: str):
+        if "finalizers" in body["metadata"]:
+            self.wl["metadata"]["finalizers"] = body["metadata"]["finalizers"]
+            return copy.deepcopy(self.wl)
+        return super().patch_workload(ns, name, body, manager)
+
+
+def test_leaves_workloads_adds_a_finalizer_of_its_own_once_keeping_others() -> None:
+    wl = workload()
+    wl["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+    kube = KeepingKube(wl)
+    ctl = _controller("leaves-workloads", kube)
+    ctl.reconcile("ns/job-a")
+    assert kube.written == [["w1"]]  # nominates as the reference does
+    assert kube.wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use", KEEP]
+    ref = KeepingKube(wl)
+    _controller(None, ref).reconcile("ns/job-a")
+    assert ref.wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]

@@ -57,6 +57,21 @@ def test_every_fault_has_an_expectation_and_a_profile() -> None:
         assert profile.run is not None and "dispatchers.faulty" in profile.run.command
 
 
+def test_judge_wants_a_left_behind_check_undecided_naming_the_leftover() -> None:
+    e = EXPECTED["leaves-workloads"]
+    assert e.kills == () and "CORE-04" in e.checks
+    left = (
+        "undecided: manager: Workload a/b from scenario a remains (left by an earlier "
+        "scenario, still there after 90s), so scenario c did not start and decided nothing"
+    )
+    good = {"CORE-03": ("passed", ""), "CORE-04": ("undecided", left)}
+    assert judge(e, good, NAMES) == []
+    for other in (("passed", ""), ("undecided", "undecided: a wait CORE-04 needed first")):
+        (problem,) = judge(e, {**good, "CORE-04": other}, NAMES)
+        assert problem.startswith("CORE-04 should be undecided naming an earlier scenario's")
+    assert judge(e, {"CORE-03": ("passed", "")}, NAMES) != []
+
+
 def test_judge_accepts_exactly_the_expected_kills() -> None:
     e = Expectation("f", ("CORE-01",), ("CORE-02", "CORE-03"))
     good = {"CORE-01": ("failed", "w9 nominated"), "CORE-02": ("passed", "")}
@@ -195,9 +210,11 @@ def test_lanes_put_the_longest_first_and_keep_a_lanes_environments_together() ->
 
 
 def test_the_faulty_dispatchers_and_the_reference_share_an_environment() -> None:
-    external = {selftest.environment_of(e) for e in EXPECTED.values()}
+    external = {selftest.environment_of(e) for e in EXPECTED.values() if not FAULTS[e.fault].shared}
     reference, all_at_once, _ = plan_runs(False, (), selftest.BASELINES)[-3:]
     assert len(external) == 1 and selftest.environment_of(reference) in external
+    # one judged in clusterScope shared has its config made before its dispatcher starts
+    assert selftest.environment_of(EXPECTED["leaves-workloads"]) not in external
     assert selftest.environment_of(all_at_once) not in external  # Kueue's own dispatcher
 
 

@@ -465,6 +465,26 @@ class DropsRefusedWrites(Controller):
             return None
 
 
+KEEP = "faulty.mkdc.example/keep"  # the finalizer leaves-workloads adds and never removes
+
+
+class LeavesWorkloads(Controller):
+    """Shared clusters: tracks each workload it nominates with a finalizer of its own and
+    never removes it, so a deleted workload stays (terminating) after its namespace went:
+    the next scenario on the shared clusters must be undecided naming it, never judged."""
+
+    def _write(self, p: Plan, d: Any, workload: Mapping[str, Any], *args: Any) -> float | None:
+        requeue = super()._write(p, d, workload, *args)
+        meta = workload["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if KEEP not in finalizers:
+            body = {"metadata": {"finalizers": [*finalizers, KEEP]}}
+            self.kube.patch_workload(
+                meta["namespace"], meta["name"], body, self.settings.field_manager
+            )
+        return requeue
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -477,6 +497,7 @@ class Fault:
     planner: Callable[[], Planner] = lambda: plan
     controller: type[Controller] = Controller
     replicas: int = 1  # 2: runs as reference-ha does
+    shared: bool = False  # judged with clusterScope shared (scenarios taking turns)
 
 
 FAULTS: dict[str, Fault] = {
@@ -511,5 +532,7 @@ FAULTS: dict[str, Fault] = {
               controller=StaleWatch),
         Fault("drops-refused-writes", "gives up on a workload whose write the server refused",
               controller=DropsRefusedWrites),
+        Fault("leaves-workloads", "keeps every workload it nominates with a finalizer",
+              controller=LeavesWorkloads, shared=True),
     )
 }  # fmt: skip

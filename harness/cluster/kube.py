@@ -42,6 +42,10 @@ logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 _LOADING = threading.Lock()
 
 
+# what a cluster whose apiserver is restarting (an injected fault) raises for a while
+UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
+
+
 class NotYet(Exception):
     """Raised inside a wait to say: the condition does not hold yet, try again."""
 

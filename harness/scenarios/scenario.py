@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import urllib3
 import yaml
 from kubernetes.client.rest import ApiException
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
@@ -33,7 +32,7 @@ from harness.errors import EnvironmentLimit
 from harness.profile import Profile
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.scenarios import inventory, workloads
+from harness.scenarios import inventory, turns, workloads
 from harness.scenarios.autoscaler import Behaviour, FakeAutoscaler
 
 Quota = Mapping[str, str]
@@ -538,7 +537,10 @@ class Scenario:
         def admitted() -> None:
             items = w.resource(API, "Workload").get(namespace=self.ns).to_dict()["items"]
             if sum(kube.condition_true(i, "Admitted") for i in items) < count:
-                raise kube.NotYet(f"fewer than {count} admitted on {worker}")
+                cq = w.resource(API, "ClusterQueue").get(name=self.worker_queue()).to_dict()
+                everywhere = w.resource(API, "Workload").get().to_dict()["items"]
+                seen = waiting_for_quota(worker, cq, items, everywhere)
+                raise kube.NotYet(f"fewer than {count} admitted on {worker}: {seen}")
 
         kube.wait_for(f"{count} local workloads admitted on {worker}", admitted, timeout=timeout)
 
@@ -714,7 +716,7 @@ class Scenario:
 
 # A cluster whose apiserver is restarting (an injected fault) refuses connections for a
 # while: a scenario's setup waits for it rather than breaking (an apply is idempotent).
-UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
+UNREACHABLE = kube.UNREACHABLE
 WHEN_REACHABLE = Retrying(
     retry=retry_if_exception_type(UNREACHABLE),
     wait=wait_exponential(multiplier=0.5, max=5),
@@ -731,6 +733,34 @@ def name_before(taken: Iterable[str], base: str) -> str:
     while first is not None and name >= first and len(name) < 253:
         name = f"0--{name[2:]}"
     return name
+
+
+def waiting_for_quota(
+    worker: str,
+    cluster_queue: dict[str, Any],
+    items: list[dict[str, Any]],
+    everywhere: list[dict[str, Any]],
+) -> str:
+    """What a wait for local admission saw, in the environment's own names: each of the
+    scenario's Workloads (`items`) not admitted, with Kueue's reason, and what the worker's
+    ClusterQueue holds and for which Workloads (of `everywhere`, any namespace)."""
+    name = cluster_queue["metadata"]["name"]
+    pending = []
+    for wl in items:
+        if kube.condition_true(wl, "Admitted"):
+            continue
+        cond = kube.condition(wl, "QuotaReserved") or kube.condition(wl, "Admitted") or {}
+        why = cond.get("message") or "no reason given by Kueue yet"
+        pending.append(f"{wl['metadata']['namespace']}/{wl['metadata']['name']} pending ({why})")
+    used = turns.held(cluster_queue)
+    holds = ", ".join(f"{v} {k}" for k, v in sorted(used.items())) or "nothing"
+    by = sorted(turns.holders(name, everywhere))
+    whose = f" for {', '.join(by)}" if by and used else ""
+    terminating = " (being deleted)" if cluster_queue["metadata"].get("deletionTimestamp") else ""
+    return (
+        f"{'; '.join(pending) or 'no Workload yet'}; "
+        f"ClusterQueue {name}{terminating} holds {holds}{whose}"
+    )
 
 
 def _times(quantity: str, units: int) -> str:

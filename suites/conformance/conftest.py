@@ -22,7 +22,7 @@ from harness.orchestrate import control
 from harness.profile import SHARED, load_profile
 from harness.providers import CANNOT
 from harness.recording.recorder import Recorder
-from harness.scenarios import progress
+from harness.scenarios import progress, turns
 from harness.scenarios.scenario import Context, Scenario
 from harness.scenarios.session import Session, current
 from harness.scenarios.slots import scenario_slot
@@ -136,6 +136,7 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
             checks=_decided(request.node, current()),
             exclusive=exclusive,
         )
+        _clean_turn(sc, request.node)
         yield sc
         try:
             judge.judge_every_timeline(sc)
@@ -146,6 +147,22 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
                 judge.collect_artifacts(sc)
         finally:
             sc.cleanup()
+
+
+def _clean_turn(sc: Scenario, item: pytest.Item) -> None:
+    """Where scenarios take turns on shared ClusterQueues (clusterScope shared, a fixed
+    worker ClusterQueue), start only once the earlier ones left nothing, the scenario's
+    time counted from then; else its checks are undecided naming the leftover, and it
+    does not run."""
+    environment = sc.ctx.profile.environment
+    if environment.cluster_scope != SHARED and not environment.worker_cluster_queue:
+        return
+    left = turns.wait_clean(sc.ctx.env, sc.ctx.run_id, current=sc.name)
+    if left:
+        session = current()
+        judge.record_left_behind(session, sc.name, _decided(item, session), left, turns.CLEAN_TURN)
+        pytest.skip(f"the earlier scenarios left {left}")
+    sc.started = sc.ctx.recorder.now()
 
 
 def _first_line(report: pytest.TestReport) -> str:
