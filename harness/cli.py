@@ -145,9 +145,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     go = shutil.which("go")
     print(f"go:       {go or 'MISSING (install Go 1.26+)'}")
     problems += go is None
+    fix = "mkdc bins" if v.source is None else f"mkdc bins --kueue-source {v.source.path}"
     for component in toolchain.components(v):
         built = toolchain.is_built(component)
-        state = "ok" if built else "missing (fix: mkdc bins)"
+        state = "ok" if built else f"missing (fix: {fix})"
         print(f"{component.key:32} {state}  {toolchain.bin_dir(component)}")
         problems += not built
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -357,3 +358,16 @@ def test_a_kueue_source_on_existing_clusters(world: Path) -> None:
         [*argv, "--cluster", "manager=/nonexistent"],
         "existing clusters run their own",
     )
+
+
+def test_a_tmpdir_too_long_for_the_runs_control_socket(
+    world: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Said before anything starts: else the run crashed with `AF_UNIX path too long` once
+    its environment was up."""
+    deep = world / ("t" * 60) / ("m" * 30)
+    deep.mkdir(parents=True)
+    with make_sandbox(world):
+        monkeypatch.setattr(tempfile, "tempdir", str(deep))
+        code, out, err = run_cli(["run", "--profile", "reference"])
+    expect_one_line("argv: long TMPDIR", code, err, "too long for the run's control socket")

@@ -101,3 +101,16 @@ def test_a_tree_inside_another_repository_is_named_by_its_hash(tmp_path):
     tree = _kueue_tree(tmp_path / "copy")
     source = versions.select(source=str(tree)).source
     assert source is not None and source.describe == f"tree {source.tree}"
+
+
+def test_doctor_names_the_build_of_a_source_tree_as_the_fix(tmp_path, monkeypatch, capsys):
+    from harness import cli
+
+    monkeypatch.setenv("MKDC_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _kueue_tree(tmp_path / "kueue")
+    cli.main(["doctor", "--kueue-source", str(tree)])
+    out = capsys.readouterr().out
+    source = versions.select(source=str(tree)).source
+    assert source is not None
+    assert f"kueue-src-{source.tree}" in out
+    assert f"missing (fix: mkdc bins --kueue-source {tree.resolve()})" in out

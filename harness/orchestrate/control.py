@@ -19,11 +19,16 @@ from typing import Any
 Handler = Callable[..., Any]
 
 
+SOCKET = "control.sock"
+# sun_path holds 108 bytes with its terminating NUL: a longer path cannot be bound
+MAX_SOCKET_PATH = 107
+
+
 class Server:
     """Serves named operations until closed; one thread per connection."""
 
     def __init__(self, run_dir: Path, handlers: dict[str, Handler]) -> None:
-        self.address = str(run_dir / "control.sock")
+        self.address = str(run_dir / SOCKET)
         self.key = secrets.token_bytes(32)
         self.handlers = handlers
         self._listener = Listener(self.address, family="AF_UNIX", authkey=self.key)

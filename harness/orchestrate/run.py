@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -155,6 +156,7 @@ def plan(opts: Options) -> Plan:
             " use --provider local or kind"
         )
     v = versions.select(opts.kueue_version, opts.kubernetes_version, source)
+    _require_short_tmpdir()
     # a Kueue source tree is built here: one that does not build is bad input
     toolchain.build_kueue_source(v, log)
     catalogue = load_suite().catalogue
@@ -187,6 +189,20 @@ def plan(opts: Options) -> Plan:
             " use --provider local or --environments 1"
         )
     return Plan(opts, profile, v, report_dir, provider)
+
+
+def _require_short_tmpdir() -> None:
+    """The run's control socket lives in its run directory, under TMPDIR: a socket path
+    longer than the kernel takes would crash the run once its environment is up."""
+    tmp = Path(tempfile.gettempdir())
+    longest = tmp / f"{max(rundir.PREFIXES, key=len)}xxxxxxxx"  # mkdtemp adds 8 characters
+    size = len(os.fsencode(longest / control.SOCKET))
+    if size > control.MAX_SOCKET_PATH:
+        raise UserError(
+            f"TMPDIR {shown_path(tmp)} is too long for the run's control socket"
+            f" ({size} bytes, at most {control.MAX_SOCKET_PATH}): set TMPDIR to a shorter"
+            " folder such as /tmp"
+        )
 
 
 def _build(p: Plan) -> None:
