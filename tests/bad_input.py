@@ -97,9 +97,12 @@ class Sandbox:
 def sandbox(base: Path) -> Iterator[Sandbox]:
     """One case's world; on leaving, nothing may be left behind."""
     root = Path(tempfile.mkdtemp(dir=base))
-    cwd, tmp, cache, bin_dir, inputs = (root / n for n in ("cwd", "tmp", "cache", "bin", "in"))
-    for d in (cwd, tmp, cache, bin_dir, inputs):
+    cwd, cache, bin_dir, inputs = (root / n for n in ("cwd", "cache", "bin", "in"))
+    for d in (cwd, cache, bin_dir, inputs):
         d.mkdir()
+    # a TMPDIR as short as a user's: under pytest's deep folders a run's control socket
+    # would not fit, and that is said before the input each case is about
+    tmp = Path(tempfile.mkdtemp(prefix="mkdc-bad-", dir=tempfile.gettempdir()))
     children = _children()
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(cwd)
@@ -115,6 +118,7 @@ def sandbox(base: Path) -> Iterator[Sandbox]:
     left = sorted(str(p) for d in (cwd, tmp, cache) for p in d.iterdir())
     new = sorted(_children() - children)
     shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
     assert not left, f"left behind: {left}"
     assert not new, f"processes left: {new}"
 

@@ -360,14 +360,12 @@ def test_a_kueue_source_on_existing_clusters(world: Path) -> None:
     )
 
 
-def test_a_tmpdir_too_long_for_the_runs_control_socket(
-    world: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_tmpdir_too_long_for_the_runs_control_socket(world: Path) -> None:
     """Said before anything starts: else the run crashed with `AF_UNIX path too long` once
     its environment was up."""
     deep = world / ("t" * 60) / ("m" * 30)
     deep.mkdir(parents=True)
-    with make_sandbox(world):
-        monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    with make_sandbox(world), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(deep))  # undone before the sandbox's own
         code, out, err = run_cli(["run", "--profile", "reference"])
     expect_one_line("argv: long TMPDIR", code, err, "too long for the run's control socket")

@@ -156,7 +156,6 @@ def plan(opts: Options) -> Plan:
             " use --provider local or kind"
         )
     v = versions.select(opts.kueue_version, opts.kubernetes_version, source)
-    _require_short_tmpdir()
     # a Kueue source tree is built here: one that does not build is bad input
     toolchain.build_kueue_source(v, log)
     catalogue = load_suite().catalogue
@@ -188,6 +187,7 @@ def plan(opts: Options) -> Plan:
             f"--environments 2: the {opts.provider} provider makes one environment per run;"
             " use --provider local or --environments 1"
         )
+    _require_short_tmpdir()  # last: every input of its own said first
     return Plan(opts, profile, v, report_dir, provider)
 
 
