@@ -256,7 +256,8 @@ def test_a_profile_of_a_deploy_folder() -> None:
         ({"manifests": "nowhere"}, "spec.run.manifests: nowhere: no such file or folder"),
         (
             {"manifests": str(EXAMPLE)},
-            "spec.run.command[0]: executable '/manager' not found",
+            # the deploy folder's container command, not a spec.run.command it lacks
+            "spec.run.manifests: executable '/manager' not found",
         ),
     ],
 )

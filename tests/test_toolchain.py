@@ -89,7 +89,7 @@ def _source(tmp_path: Path) -> versions.Versions:
     tree.mkdir()
     return replace(
         versions.select("0.19.2"),
-        source=versions.KueueSource(str(tree), "0123456789ab", "v0.19.2-3-gabc"),
+        source=versions.KueueSource(str(tree), "0123456789ab", "v0.19.2-3-gabc", "1.36.2"),
     )
 
 

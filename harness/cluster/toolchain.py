@@ -13,7 +13,6 @@ version and never rebuilt once present.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.cluster.versions import Versions
+from harness.cluster.versions import Versions, go_sources_hash, required_version
 from harness.errors import UserError
 
 Progress = Callable[[str], None]
@@ -609,13 +608,8 @@ def build_all(v: Versions, progress: Progress | None = None, node: bool = False)
 def go_module_binary(directory: Path) -> Path:
     """Where the binary of the Go main module in `directory` is cached: keyed by a hash of
     its go.mod, go.sum and Go files, so an edit gives a new build and nothing else does."""
-    digest = hashlib.sha256()
-    sources = sorted(
-        p for p in directory.rglob("*") if p.name in ("go.mod", "go.sum") or p.suffix == ".go"
-    )
-    for path in sources:
-        digest.update(str(path.relative_to(directory)).encode() + b"\0" + path.read_bytes())
-    return cache_dir() / "bin" / f"{directory.name}-{digest.hexdigest()[:12]}" / directory.name
+    digest = go_sources_hash(directory)[:12]
+    return cache_dir() / "bin" / f"{directory.name}-{digest}" / directory.name
 
 
 def build_go_module(directory: Path, progress: Progress) -> Path:
@@ -658,13 +652,18 @@ class Manifests:
     kwok_stages: list[Path]
 
 
+def kueue_dir(v: Versions) -> Path:
+    """Where Kueue's manifests and go.mod are read: the release's module, or the source
+    tree under test (checked to serve the API mkdc drives)."""
+    if v.source is None:
+        return module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
+    _require_served_api(Path(v.source.path))
+    return Path(v.source.path)
+
+
 def manifests(v: Versions) -> Manifests:
-    if v.source is not None:
-        kueue = Path(v.source.path)
-        _require_served_api(kueue)
-    else:
-        kueue = module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
-    autoscaler_version = _required_version(
+    kueue = kueue_dir(v)
+    autoscaler_version = required_version(
         kueue / "go.mod", "k8s.io/autoscaler/cluster-autoscaler/apis"
     )
     autoscaler = module_dir("k8s.io/autoscaler/cluster-autoscaler/apis", autoscaler_version)
@@ -716,13 +715,3 @@ def _require_served_api(kueue: Path) -> None:
             f" not {KUEUE_API_GROUP}/{KUEUE_API_VERSION}, the API mkdc drives: judge a tree"
             " of Kueue v0.15 or newer"
         )
-
-
-def _required_version(gomod: Path, module: str) -> str:
-    for line in gomod.read_text().splitlines():
-        parts = line.split()
-        if parts and parts[0] == module and len(parts) >= 2:
-            return parts[1]
-        if len(parts) >= 3 and parts[0] == "require" and parts[1] == module:
-            return parts[2]
-    raise UserError(f"{gomod} does not require {module}")

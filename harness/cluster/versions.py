@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -30,6 +31,7 @@ class KueueSource:
     path: str  # absolute
     tree: str  # a hash of what its manager binary is built from (the build's cache key)
     describe: str  # `git describe` of the tree, or "tree <hash>" outside git
+    kubernetes: str  # the Kubernetes release its go.mod's k8s.io/api names, e.g. "1.36.2"
 
     @property
     def label(self) -> str:
@@ -105,7 +107,7 @@ def select(
         )
     chosen = MATRIX[kueue]
     if tree is not None:
-        chosen = replace(chosen, source=tree, kubernetes=_kubernetes_of(Path(tree.path)))
+        chosen = replace(chosen, source=tree, kubernetes=tree.kubernetes)
     if kubernetes:
         kubernetes = _strip_v(kubernetes)
         # digits only: the minor version is read as a number, the rest names a module
@@ -137,24 +139,33 @@ def read_source(path: Path) -> KueueSource:
             " give the root of a Kueue checkout"
         )
     root = path.resolve()
-    _kubernetes_of(root)  # said before anything runs: git, the hash
+    kubernetes = _kubernetes_of(root)  # said before anything runs: git, the hash
     tree = source_tree_hash(root)
-    return KueueSource(str(root), tree, _git_describe(root) or f"tree {tree}")
+    return KueueSource(str(root), tree, _git_describe(root) or f"tree {tree}", kubernetes)
 
 
 def source_tree_hash(root: Path) -> str:
-    """A hash of go.mod, go.sum and every non-test Go file outside the folders no build
-    reads: the source of the manager binary, so an edit gives a new build."""
-    digest = hashlib.sha256()
+    """The source of a tree's manager binary, hashed: an edit there gives a new build, one
+    in its docs or tests does not."""
+    return go_sources_hash(root, skip=_SKIPPED_DIRS, tests=False)[:12]
+
+
+def go_sources_hash(root: Path, *, skip: Collection[str] = (), tests: bool = True) -> str:
+    """sha256 over the go.mod, go.sum and Go files below `root`, with their paths: what a
+    Go build reads. `skip`: top-level folders no build reads (not walked); `tests`: the
+    _test.go files too."""
+    found = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not (folder == str(root) and d in _SKIPPED_DIRS))
-        for name in sorted(files):
-            if name in ("go.mod", "go.sum") or (
-                name.endswith(".go") and not name.endswith("_test.go")
-            ):
-                file = Path(folder) / name
-                digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
-    return digest.hexdigest()[:12]
+        if folder == str(root):
+            dirs[:] = [d for d in dirs if d not in skip]
+        for name in files:
+            go = name.endswith(".go") and (tests or not name.endswith("_test.go"))
+            if go or name in ("go.mod", "go.sum"):
+                found.append(Path(folder) / name)
+    digest = hashlib.sha256()
+    for path in sorted(found):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _git_describe(root: Path) -> str | None:
@@ -191,12 +202,25 @@ def _release_of(describe: str) -> str | None:
 
 def _kubernetes_of(root: Path) -> str:
     """The Kubernetes release a Kueue tree is built with: its k8s.io/api v0.X.Y is X.Y's."""
-    m = re.search(
-        r"^\s*(?:require\s+)?k8s\.io/api\s+v0\.(\d+)\.(\d+)", (root / "go.mod").read_text(), re.M
-    )
+    try:
+        api = required_version(root / "go.mod", "k8s.io/api")
+    except UserError:
+        api = ""
+    m = re.fullmatch(r"v0\.(\d+)\.(\d+)", api)
     if m is None:
         raise UserError(
             f"--kueue-source {shown(str(root))}: its go.mod requires no k8s.io/api,"
             " so mkdc cannot tell which Kubernetes to run it on: give --kubernetes-version"
         )
     return f"1.{m.group(1)}.{m.group(2)}"
+
+
+def required_version(gomod: Path, module: str) -> str:
+    """The version of `module` a go.mod requires (a UserError when none)."""
+    for line in gomod.read_text().splitlines():
+        parts = line.split()
+        if parts and parts[0] == module and len(parts) >= 2:
+            return parts[1]
+        if len(parts) >= 3 and parts[0] == "require" and parts[1] == module:
+            return parts[2]
+    raise UserError(f"{gomod} does not require {module}")

@@ -460,11 +460,13 @@ def _parallelism(p: Plan, selected: Sequence[str]) -> int:
     selected checks have scenarios to share the environment (each test process more is
     an interpreter to start for nothing)."""
     parallel, environment = p.opts.parallel, p.profile.environment
-    if environment.worker_cluster_queue and parallel > 1:
-        log(f"workerClusterQueue {environment.worker_cluster_queue}: one at a time")
-        return 1
-    if environment.cluster_scope == SHARED and parallel > 1:
-        log("clusterScope shared: scenarios take turns on the environment's clusters")
+    if environment.takes_turns and parallel > 1:
+        why = (
+            f"workerClusterQueue {environment.worker_cluster_queue}"
+            if environment.worker_cluster_queue
+            else "clusterScope shared"
+        )
+        log(f"{why}: scenarios take turns, one at a time")
         return 1
     shared = load_suite().shared_scenarios(selected)
     return min(parallel, shared) if shared else parallel

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,6 @@ class DeployFolder:
     namespace_rules: tuple[dict[str, Any], ...]
     objects: objects.Objects  # made on the manager before the dispatcher starts
     notes: tuple[str, ...]  # what the local provider does not honour, one line each
-    documents: tuple[dict[str, Any], ...] = field(default=(), repr=False)
 
 
 def read(entries: list[str], base: Path, namespace: str) -> DeployFolder:
@@ -119,7 +118,6 @@ def read(entries: list[str], base: Path, namespace: str) -> DeployFolder:
         namespace_rules=tuple(namespace_rules),
         objects=objects.Objects(manager=tuple(made)),
         notes=tuple(notes),
-        documents=tuple(docs),
     )
 
 

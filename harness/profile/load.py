@@ -162,7 +162,7 @@ class _Rules:
                 " give spec.run.goBuild, the Go module its image is built from",
             )
         if go_build is None:
-            self.executable(command[0], dispatcher)
+            self.executable(command[0], dispatcher, "spec.run.manifests")
         rbac = self.rbac(run.get("rbac") or {})
         return RunSpec(
             command=tuple(command),
@@ -214,17 +214,18 @@ class _Rules:
             self.placeholders_known(value, f"spec.run.env.{schema.key(key)}")
         return env
 
-    def executable(self, exe_template: str, dispatcher: str) -> None:
-        """A host command's executable must exist now, not only once clusters are up."""
+    def executable(
+        self, exe_template: str, dispatcher: str, where: str = "spec.run.command[0]"
+    ) -> None:
+        """A host command's executable must exist now, not only once clusters are up;
+        `where` names the field it came from (a deploy folder's container command)."""
         if "{kubeconfig}" in exe_template:
-            self.fail("spec.run.command[0]", "the executable cannot depend on {kubeconfig}")
+            self.fail(where, "the executable cannot depend on {kubeconfig}")
         values = {"dispatcher_name": dispatcher, "namespace": DEFAULT_NAMESPACE}
         exe = fill(exe_template, {**values, "profile_dir": str(self.base.resolve())})
         # {binary} is built just before the run, so it cannot be looked for yet
         if "{binary}" not in exe and find_executable(exe, self.base) is None:
-            self.fail(
-                "spec.run.command[0]", f"executable {shown(exe)} not found on PATH or as a path"
-            )
+            self.fail(where, f"executable {shown(exe)} not found on PATH or as a path")
 
     def container_values(self, command: tuple[str, ...], env: dict[str, str]) -> None:
         """In a container there is no host kubeconfig, and host paths mean nothing unless

@@ -106,6 +106,12 @@ class EnvironmentSpec:
     # starts (for dispatchers that discover clusters once, at start)
     cluster_scope: str = PER_SCENARIO
 
+    @property
+    def takes_turns(self) -> bool:
+        """Scenarios share ClusterQueues (the environment's clusters, or a fixed worker
+        ClusterQueue): they run one at a time, each once the earlier left nothing."""
+        return self.cluster_scope == SHARED or self.worker_cluster_queue is not None
+
 
 @dataclass(frozen=True)
 class Knobs:

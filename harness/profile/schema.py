@@ -55,13 +55,20 @@ def load(name: str) -> dict[str, Any]:
     return schema
 
 
+@functools.cache
+def _validator(name: str) -> Any:
+    """One validator per schema, checked and built once (profiles and plans are checked
+    many times in a run of several profiles and in the tests)."""
+    return _Validator(load(name))
+
+
 def problem(doc: Any, name: str) -> str | None:
     """The first thing wrong with `doc` against schema `name`, as `field path: problem`;
     None when it conforms."""
     found = non_string_key(doc, ())
     if found:
         return found
-    errors = list(_Validator(load(name)).iter_errors(doc))
+    errors = list(_validator(name).iter_errors(doc))
     # a value that is wrong says more than a field that is missing beside it (an image of
     # the wrong type, rather than the command it would make required)
     error = best_match([e for e in errors if e.validator != "required"] or errors)

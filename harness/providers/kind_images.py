@@ -668,7 +668,7 @@ def offline_manifests(v: Versions, work: Path) -> tuple[Path, Path]:
     """Kueue's and KWOK's install manifests, rendered from their modules (as their
     releases are) with the images built here; returns (kueue.yaml, kwok.yaml)."""
     kubectl = node_binary_path(v, "kubectl")
-    kueue_dir = toolchain.manifests(v).kueue_dir  # the release's module, or the source tree
+    kueue_dir = toolchain.kueue_dir(v)
     kwok_dir = toolchain.module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
     kueue = _render(
         kubectl,

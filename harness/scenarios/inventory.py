@@ -78,14 +78,23 @@ def label(doc: dict[str, Any], run_id: str) -> dict[str, Any]:
     return out
 
 
-def _list(cluster: Cluster, kind: Kind, label_selector: str | None) -> list[dict[str, Any]]:
+def items(cluster: Cluster, api_version: str, kind: str, **query: Any) -> list[dict[str, Any]]:
     """Objects of one kind, [] when the cluster does not serve it (CRD not installed)."""
     try:
-        resource = cluster.dyn.resources.get(api_version=kind.api_version, kind=kind.kind)
+        resource = cluster.dyn.resources.get(api_version=api_version, kind=kind)
     except ResourceNotFoundError:
         return []
-    found = resource.get(namespace=kind.namespace, label_selector=label_selector)
-    return list(found.to_dict().get("items") or [])
+    return list(resource.get(**query).to_dict().get("items") or [])
+
+
+def _list(cluster: Cluster, kind: Kind, label_selector: str | None) -> list[dict[str, Any]]:
+    return items(
+        cluster,
+        kind.api_version,
+        kind.kind,
+        namespace=kind.namespace,
+        label_selector=label_selector,
+    )
 
 
 def owned(

@@ -257,15 +257,28 @@ def history(public: Path, profile: str | None = None) -> dict[str, float]:
     return dict(replay.durations)
 
 
+class _ExitReader:
+    """The replica-exit events of one events file, read on from where the last call left
+    off: a test process asks at every verdict, and the file grows all run long."""
+
+    def __init__(self, events: Path) -> None:
+        self._follower = Follower(events)
+        self.found: list[dict[str, Any]] = []
+
+    def read(self) -> list[dict[str, Any]]:
+        self.found += [e for e in self._follower.read() if e.get("event") == REPLICA_EXIT]
+        return self.found
+
+
+_exit_readers: dict[Path, _ExitReader] = {}
+
+
 def exits(events: Path, environment: Path) -> list[dict[str, Any]]:
     """The replica-exit events of `environment`'s dispatcher so far, as its test
     processes read them from the run's events file (`monotonic`: the exit's time on the
     clock the timelines use)."""
-    return [
-        e
-        for e in Follower(events).read()
-        if e.get("event") == REPLICA_EXIT and e.get("environment") == str(environment)
-    ]
+    reader = _exit_readers.setdefault(events, _ExitReader(events))
+    return [e for e in reader.read() if e.get("environment") == str(environment)]
 
 
 def _prior(planned: Mapping[str, Any]) -> tuple[float, float | None]:

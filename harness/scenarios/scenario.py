@@ -534,15 +534,25 @@ class Scenario:
     def wait_admitted_locally(self, worker: str, count: int, timeout: float = 60) -> None:
         w = self.ctx.env.worker(worker)
 
+        def ours() -> list[dict[str, Any]]:
+            return w.resource(API, "Workload").get(namespace=self.ns).to_dict()["items"]
+
         def admitted() -> None:
-            items = w.resource(API, "Workload").get(namespace=self.ns).to_dict()["items"]
-            if sum(kube.condition_true(i, "Admitted") for i in items) < count:
+            if sum(kube.condition_true(i, "Admitted") for i in ours()) < count:
+                raise kube.NotYet(f"fewer than {count} admitted on {worker}")
+
+        what = f"{count} local workloads admitted on {worker}"
+        try:
+            kube.wait_for(what, admitted, timeout=timeout)
+        except TimeoutError as exc:
+            # what held the queue, looked up once, when it is said
+            try:
                 cq = w.resource(API, "ClusterQueue").get(name=self.worker_queue()).to_dict()
                 everywhere = w.resource(API, "Workload").get().to_dict()["items"]
-                seen = waiting_for_quota(worker, cq, items, everywhere)
-                raise kube.NotYet(f"fewer than {count} admitted on {worker}: {seen}")
-
-        kube.wait_for(f"{count} local workloads admitted on {worker}", admitted, timeout=timeout)
+                seen = waiting_for_quota(worker, cq, ours(), everywhere)
+            except Exception:  # the cluster does not answer: the timeout says enough
+                raise exc from None
+            raise TimeoutError(f"{exc}: {seen}") from None
 
     def preempt_on(self, worker: str, name: str) -> str:
         """Evict what runs on `worker` by submitting a higher-priority local Job there."""

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.client.rest import ApiException
-from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kubernetes.utils.quantity import parse_quantity
 
 from harness.cluster import kube
-from harness.cluster.environment import Cluster, Environment
+from harness.cluster.environment import Environment
 from harness.cluster.multikueue import API
 from harness.scenarios import inventory
 from harness.scenarios.autoscaler import API as PROVISIONING_API
@@ -128,15 +127,6 @@ def reason(held_quota: Iterable[Held], left: Iterable[Left]) -> str:
     return "; ".join(parts[:2]) + more
 
 
-def _items(cluster: Cluster, api_version: str, kind: str, **query: Any) -> list[dict[str, Any]]:
-    """Objects of one kind, [] when the cluster does not serve it."""
-    try:
-        resource = cluster.dyn.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError:
-        return []
-    return list(resource.get(**query).to_dict().get("items") or [])
-
-
 def survey(env: Environment, run_id: str, current: str = "") -> tuple[list[Held], list[Left]]:
     """What the run's earlier scenarios left on every cluster: quota its ClusterQueues
     still hold, and Jobs, Workloads and ProvisioningRequests in its namespaces other than
@@ -145,15 +135,19 @@ def survey(env: Environment, run_id: str, current: str = "") -> tuple[list[Held]
     quota: list[Held] = []
     left: list[Left] = []
     for cluster in env.clusters:
-        workloads = _items(cluster, API, "Workload")
-        for cq in _items(cluster, API, "ClusterQueue", label_selector=inventory.selector(run_id)):
+        workloads = inventory.items(cluster, API, "Workload")
+        for cq in inventory.items(
+            cluster, API, "ClusterQueue", label_selector=inventory.selector(run_id)
+        ):
             quota += quota_held(cluster.name, cq, workloads)
         namespaces = {
             ns["metadata"]["name"]
-            for ns in _items(cluster, "v1", "Namespace", label_selector=inventory.selector(run_id))
+            for ns in inventory.items(
+                cluster, "v1", "Namespace", label_selector=inventory.selector(run_id)
+            )
         } - {current}
         for api_version, kind in LEFT_KINDS:
-            objs = workloads if kind == "Workload" else _items(cluster, api_version, kind)
+            objs = workloads if kind == "Workload" else inventory.items(cluster, api_version, kind)
             left += [
                 Left(cluster.name, kind, f"{o['metadata']['namespace']}/{o['metadata']['name']}")
                 for o in objs

@@ -154,8 +154,7 @@ def _clean_turn(sc: Scenario, item: pytest.Item) -> None:
     worker ClusterQueue), start only once the earlier ones left nothing, the scenario's
     time counted from then; else its checks are undecided naming the leftover, and it
     does not run."""
-    environment = sc.ctx.profile.environment
-    if environment.cluster_scope != SHARED and not environment.worker_cluster_queue:
+    if not sc.ctx.profile.environment.takes_turns:
         return
     left = turns.wait_clean(sc.ctx.env, sc.ctx.run_id, current=sc.name)
     if left:

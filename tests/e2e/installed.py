@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.e2e import mkdc_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -84,12 +86,4 @@ def mkdc(
     env = environ(venv_mkdc)
     if tmpdir is not None:
         env["TMPDIR"] = str(tmpdir)
-    return subprocess.run(
-        [str(venv_mkdc), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return mkdc_cli.mkdc(args, timeout, command=[str(venv_mkdc)], cwd=cwd, env=env)

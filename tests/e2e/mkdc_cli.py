@@ -17,10 +17,19 @@ from harness.suite import catalogue
 PROFILES = Path(__file__).resolve().parents[2] / "dispatchers" / "profiles"
 
 
-def mkdc(args: list[str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """`mkdc ARGS...`, never raising on its exit code."""
-    argv = [sys.executable, "-m", "harness.cli", *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+def mkdc(
+    args: list[str],
+    timeout: float = 900,
+    *,
+    command: list[str] | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`mkdc ARGS...` (this checkout's, or `command`), never raising on its exit code."""
+    argv = [*(command or [sys.executable, "-m", "harness.cli"]), *args]
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def mkdc_run(

@@ -7,34 +7,13 @@ the tree, not a release."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from harness.cluster import toolchain, versions
+from harness.cluster import versions
+from tests.e2e.kueue_tree import broken_incremental
 from tests.e2e.mkdc_cli import mkdc_run, report_of, results_of
-
-INCREMENTAL = "pkg/controller/workloaddispatcher/incrementaldispatcher.go"
-BATCH = "return workers[:batchSize], nil"  # the next round's nominees: stepSize of those left
-# what the manager binary is built from, and the manifests rendered from config/
-FOLDERS = ("apis", "client-go", "cmd", "config", "internal", "pkg")
-
-
-def broken_incremental(v: versions.Versions, where: Path) -> Path:
-    """The released Kueue's source (from Go's module cache), its Incremental dispatcher
-    broken so that it nominates every worker in the first round."""
-    released = toolchain.module_dir("sigs.k8s.io/kueue", f"v{v.kueue}")
-    for name in ("go.mod", "go.sum"):
-        shutil.copyfile(released / name, where / name)
-    for folder in FOLDERS:
-        # the module cache's files are read-only: the copies are made writable
-        shutil.copytree(released / folder, where / folder, copy_function=shutil.copyfile)
-    source = where / INCREMENTAL
-    text = source.read_text()
-    assert text.count(BATCH) == 1, f"{INCREMENTAL} of Kueue v{v.kueue} no longer has {BATCH!r}"
-    source.write_text(text.replace(BATCH, "return workers, nil"))
-    return where
 
 
 @pytest.mark.e2e

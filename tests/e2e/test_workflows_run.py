@@ -31,7 +31,7 @@ import yaml
 from harness.cluster import toolchain, versions
 from tests import workflow_runner
 from tests.e2e import installed
-from tests.e2e.test_kueue_source import FOLDERS
+from tests.e2e.kueue_tree import released_source
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = "mkdc-runner"
@@ -100,11 +100,7 @@ def vendor_repository(workspace: Path) -> None:
 
 def kueue_repository(workspace: Path) -> None:
     """A copy of the released Kueue's source, as a pull request's checkout would be."""
-    released = toolchain.module_dir("sigs.k8s.io/kueue", f"v{versions.select().kueue}")
-    for name in ("go.mod", "go.sum"):
-        shutil.copyfile(released / name, workspace / name)
-    for folder in FOLDERS:
-        shutil.copytree(released / folder, workspace / folder, copy_function=shutil.copyfile)
+    released_source(versions.select(), workspace)
 
 
 def run_workflow(
