@@ -12,17 +12,33 @@ from pathlib import Path
 
 from harness.errors import UserError
 
+# PID 1 of a namespace of its own: runs the program as its child (the kernel shields
+# PID 1 from signals it has no handler for, which a program as PID 1 would ignore) and
+# exits with its status; a signal to the whole group reaches the program directly, so it
+# only waits on. `unshare --kill-child=SIGTERM` gives it SIGTERM when unshare ends.
+_INIT = (
+    '"$@" & child=$!; trap : TERM INT; '
+    "while :; do wait $child; s=$?; kill -0 $child 2>/dev/null || exit $s; done"
+)
+
 
 def private_command(
-    setup: list[str], argv: list[str], name: str, network: Sequence[int] | None = None
+    setup: list[str],
+    argv: list[str],
+    name: str,
+    network: Sequence[int] | None = None,
+    *,
+    own_pids: bool = False,
 ) -> list[str]:
     """argv run after the shell commands `setup`, in a private mount namespace; with
     `network`, also in a network namespace of its own, as a Pod is: its own loopback, so
     fixed ports and several replicas never collide, and the host's 127.0.0.1 reached only
-    on the `network` ports (see `own_network`).
+    on the `network` ports (see `own_network`); with `own_pids`, in a PID namespace of its
+    own (a fresh /proc), where it sees and signals no process of the host.
 
-    The shell execs argv, so the process keeps the pid (and process group) it was started
-    with: signals from the supervisor reach it directly.
+    Without `own_pids` the shell execs argv, so the process keeps the pid (and process
+    group) it was started with; with it, the program is a child of the namespace's first
+    process, in the same process group: signals from the supervisor reach it directly.
     """
     unshare = shutil.which("unshare")
     if not unshare:
@@ -32,7 +48,11 @@ def private_command(
     if network is not None:
         setup = [*setup, *own_network(network)]
         netns = ["--net"]
-    script = " && ".join([*setup, 'exec "$@"'])
+    if own_pids:  # the first process stays, so its set-up ends before the program starts
+        script = (" && ".join(setup) + " || exit $?; " if setup else "") + _INIT
+    else:
+        script = " && ".join([*setup, 'exec "$@"'])
+    pidns = ["--pid", "--fork", "--kill-child=SIGTERM", "--mount-proc"] if own_pids else []
     command = [
         unshare,
         *userns,
@@ -40,6 +60,7 @@ def private_command(
         "--mount",
         "--propagation",
         "private",
+        *pidns,
         "sh",
         "-c",
         script,

@@ -479,9 +479,12 @@ def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> st
         parts.append("<p><strong>The dispatcher exited while the scenarios ran</strong></p><ul>")
         for e in doc["dispatcherExits"]:
             code = "" if e.get("code") is None else f" with code {e['code']}"
+            again = e.get("restartedAfterSeconds")
+            restart = "" if again is None else f"; started again after {_h(again)} s"
+            restart += " (a crash loop)" if e.get("crashLoop") else ""
             parts.append(
                 f"<li>{_h(e['process'])} exited{code} {_h(e['atSeconds'])} s into the run: "
-                f'{_h(e["cause"])} <span class="muted">({_h(e["log"])})</span></li>'
+                f'{_h(e["cause"])}{restart} <span class="muted">({_h(e["log"])})</span></li>'
             )
         parts.append("</ul>")
     for result_word in _RESULT_ORDER:
