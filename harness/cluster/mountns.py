@@ -124,6 +124,7 @@ def overlay(target: str | Path, upper: Path, work: Path) -> str:
     if os.geteuid() != 0 and mounts_below(target):
         return shadow(target, upper.with_name(upper.name + "-shadowed"))
     upper.mkdir(mode=0o700, parents=True, exist_ok=True)
+    upper.chmod(os.stat(target).st_mode & 0o7777)  # the merged top has the upper's mode
     work.mkdir(mode=0o700, parents=True, exist_ok=True)
     options = f"lowerdir={target},upperdir={upper},workdir={work}"
     return f"mount -t overlay overlay -o {shlex.quote(options)} {shlex.quote(str(target))}"

@@ -149,9 +149,9 @@ def _hide(box: Sandbox, scratch: Path, binds: Sequence[tuple[Path, str]]) -> lis
             make = f"mkdir -p {target}" if path.is_dir() else _touch(target)
             source = shlex.quote(str(path))
             commands += [make, f"mount --rbind -o ro {source} {target}"]
-        for volume, path in binds:
-            if _under(Path(path), root):
-                target = shlex.quote(str(stage / Path(path).relative_to(root)))
+        for volume, inside in binds:
+            if _under(Path(inside), root):
+                target = shlex.quote(str(stage / Path(inside).relative_to(root)))
                 make = f"mkdir -p {target}" if volume.is_dir() else _touch(target)
                 commands += [make, f"mount --bind {shlex.quote(str(volume))} {target}"]
         moves.append(f"mount --move {s} {shlex.quote(str(root))}")

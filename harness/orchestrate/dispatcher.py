@@ -105,6 +105,8 @@ class DispatcherRunner:
             pod = self.run.deploy.pod
             env.update(downward_api(pod.pod_fields, name, replica, self.run.account))
             binds = volumes(pod, self.supervisor.run_dir / "volumes", scratch, box)
+            if pod.working_dir and box is not None:  # private and empty, as an image's own
+                binds.append((private_folder(scratch / "workdir", box), pod.working_dir))
         self.users[replica] = box.user if box else None
         if box is not None:
             setup += sandbox.setup(box, scratch, binds)
@@ -122,13 +124,19 @@ class DispatcherRunner:
         """How a replica is confined as a kubelet confines a container: its user, the
         folders it does not see, what it still reads, where it starts."""
         pod = self.run.deploy.pod if self.run.deploy is not None else None
+        # a container starts in its workingDir, else (here) in its private /tmp; a host
+        # command where mkdc runs, so `python -m package` finds the package there
+        working_dir = (pod.working_dir or "/tmp") if pod else str(Path.cwd())
+        needed = sandbox.needed_paths(argv, env)
+        if pod is None:
+            needed += (Path(working_dir),)
         return sandbox.Sandbox(
             user=sandbox.user_for(
                 pod.run_as_user if pod else None, pod.run_as_group if pod else None
             ),
             hidden=sandbox.hidden_roots(self.supervisor.run_dir),
-            needed=sandbox.needed_paths(argv, env),
-            working_dir=(pod and pod.working_dir) or "/tmp",
+            needed=needed,
+            working_dir=working_dir,
         )
 
     def start_all(self) -> None:
@@ -270,11 +278,7 @@ def volumes(
     for mount in pod.mounts:
         folder = files_dir / mount.volume
         if mount.empty_dir:
-            folder = scratch / f"emptydir-{mount.volume}"
-            for made in (folder, folder / (mount.sub_path or "")):
-                made.mkdir(mode=0o777, parents=True, exist_ok=True)
-                made.chmod(0o777)
-            sandbox.give([folder], box.user if box else None)
+            folder = private_folder(scratch / f"emptydir-{mount.volume}", box, mount.sub_path)
         elif not folder.exists():
             for relative, content in mount.files.items():
                 path = folder / relative
@@ -283,6 +287,16 @@ def volumes(
             folder.mkdir(mode=0o755, parents=True, exist_ok=True)
         binds.append((folder / mount.sub_path if mount.sub_path else folder, mount.path))
     return binds
+
+
+def private_folder(folder: Path, box: sandbox.Sandbox | None, sub_path: str | None = None) -> Path:
+    """A replica's own empty folder (and `sub_path` in it), writable by its user as the
+    kubelet makes an emptyDir."""
+    for made in (folder, folder / (sub_path or "")):
+        made.mkdir(mode=0o777, parents=True, exist_ok=True)
+        made.chmod(0o777)
+    sandbox.give([folder], box.user if box else None)
+    return folder
 
 
 def exit_cause(log: Path, shared_network: bool) -> str:

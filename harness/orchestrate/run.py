@@ -814,7 +814,13 @@ def start_dispatcher(
     users = frozenset(identity.username(NAMESPACE, i, profile.run.account) for i in range(replicas))
     audit = env.info.get("auditLog")
     if audit:
+        began = time.monotonic()
         runner.wait_ready(Path(audit), users, since=audit_from)
+        pod = profile.run.deploy.pod if profile.run.deploy else None
+        signal = "a replica listed or watched Workloads"
+        if pod is not None and pod.readiness is not None:
+            signal = f"every replica's readiness probe passed ({pod.readiness.describe()})"
+        log(f"{where}dispatcher ready in {time.monotonic() - began:.1f}s: {signal}")
     return runner, users
 
 
