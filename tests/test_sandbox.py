@@ -4,8 +4,10 @@ a real process in them that tries what a Pod's process cannot do."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,7 +86,8 @@ try:
 except OSError as exc:
     print("signal", type(exc).__name__)
 import dispatchers.reference  # its own program still imports
-print("cwd", os.getcwd())
+import socket
+print("cwd", os.getcwd(), "host", socket.gethostname())
 """
 
 
@@ -105,7 +108,11 @@ def test_a_replica_can_neither_read_the_keys_nor_signal_the_harness(tmp_path: Pa
     said = []
     for _ in range(2):  # two replicas writing one fixed path
         command = mountns.private_command(
-            commands, [*sandbox.drop_privileges(box), *argv], "replica", own_pids=True
+            commands,
+            [*sandbox.drop_privileges(box), *argv],
+            "replica",
+            own_pids=True,
+            hostname="dispatcher-0",
         )
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
@@ -118,7 +125,61 @@ def test_a_replica_can_neither_read_the_keys_nor_signal_the_harness(tmp_path: Pa
             "tmp []",  # private and empty: the other's file is not there
             "key FileNotFoundError",  # the run directory is not in its view at all
             "signal ProcessLookupError",  # the harness is not in its PID namespace
-            "cwd /tmp",
+            "cwd /tmp host dispatcher-0",  # its own host name, as a Pod has
         ]
     )
     assert not Path("/tmp/fixed.kubeconfig").exists()
+
+
+SHELL_PROBE = (
+    'echo "tmp $(ls -A /tmp | tr "\\n" " ")"; echo claimed > /tmp/fixed; '
+    '[ -e "$1" ] && echo "run directory seen" || echo "run directory hidden"; '
+    'kill -0 "$2" 2>/dev/null && echo "harness signalled" || echo "harness out of reach"; '
+    "grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status && echo no capabilities; "
+    "cat /proc/sys/kernel/hostname"
+)
+
+
+def test_rootless_the_replica_is_confined_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """For real, as a non-root user runs it (a hosted runner's): no other user to switch
+    to, but the same private /tmp, hidden run directories, own PID namespace, and no
+    capabilities left in its user namespace to undo the mounts."""
+    run_dir = Path(tempfile.mkdtemp(prefix="mkdc-run-"))
+    try:
+        monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+        monkeypatch.setattr(mountns.os, "geteuid", lambda: 1000)
+        argv = ["/bin/sh", "-c", SHELL_PROBE, "probe", str(run_dir), str(os.getpid())]
+        box = sandbox.Sandbox(
+            user=sandbox.user_for(None, None),
+            hidden=sandbox.hidden_roots(run_dir),
+            needed=sandbox.needed_paths(argv[:1], {}),
+        )
+        assert box.user is None
+        commands = sandbox.setup(box, run_dir / "scratch")
+        command = mountns.private_command(
+            commands,
+            [*sandbox.drop_privileges(box), *argv],
+            "replica",
+            own_pids=True,
+            hostname="dispatcher-1",
+        )
+        if os.geteuid() == 0:  # as nobody, the way a non-root user runs it
+            for folder, _, _ in os.walk(run_dir):
+                os.chown(folder, 65534, 65534)
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0 and "Operation not permitted" in done.stderr:
+            pytest.skip(f"this kernel allows no user namespace here: {done.stderr.strip()}")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [
+            "tmp ",
+            "run directory hidden",
+            "harness out of reach",
+            "no capabilities",
+            "dispatcher-1",
+        ]
+        assert not Path("/tmp/fixed").exists()
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)

@@ -29,12 +29,16 @@ def private_command(
     network: Sequence[int] | None = None,
     *,
     own_pids: bool = False,
+    hostname: str | None = None,
 ) -> list[str]:
     """argv run after the shell commands `setup`, in a private mount namespace; with
     `network`, also in a network namespace of its own, as a Pod is: its own loopback, so
     fixed ports and several replicas never collide, and the host's 127.0.0.1 reached only
     on the `network` ports (see `own_network`); with `own_pids`, in a PID namespace of its
-    own (a fresh /proc), where it sees and signals no process of the host.
+    own (a fresh /proc), where it sees and signals no process of the host; with
+    `hostname`, under that host name (a UTS namespace), as a Pod is under its name: two
+    replicas in PID namespaces of their own often have the same pid, and a leader
+    election identity of host name and pid would be the same for both.
 
     Without `own_pids` the shell execs argv, so the process keeps the pid (and process
     group) it was started with; with it, the program is a child of the namespace's first
@@ -48,6 +52,10 @@ def private_command(
     if network is not None:
         setup = [*setup, *own_network(network)]
         netns = ["--net"]
+    uts: list[str] = []
+    if hostname is not None:
+        uts = ["--uts"]
+        setup = [f"echo {shlex.quote(hostname)} > /proc/sys/kernel/hostname", *setup]
     if own_pids:  # the first process stays, so its set-up ends before the program starts
         script = (" && ".join(setup) + " || exit $?; " if setup else "") + _INIT
     else:
@@ -57,6 +65,7 @@ def private_command(
         unshare,
         *userns,
         *netns,
+        *uts,
         "--mount",
         "--propagation",
         "private",

@@ -97,6 +97,7 @@ class DispatcherRunner:
         box = self.sandbox(argv, env) if self.run.pod_environment else None
         if box is not None:
             env = {**pod_variables(creds, name), **env, "TMPDIR": "/tmp", "HOME": "/"}
+            env["HOSTNAME"] = name  # its host name, as a Pod's is its name
             unset = () if "KUBECONFIG" in env else ("KUBECONFIG",)  # a Pod has none
             sandbox.give([creds.serviceaccount_dir, creds.kubeconfig], box.user)
             setup = mountns.provide_directory(creds.serviceaccount_dir, SERVICEACCOUNT_DIR, scratch)
@@ -116,7 +117,12 @@ class DispatcherRunner:
                 setup += mountns.provide(source, target, scratch / f"volume-{i}")
         if box is not None or self.network is not None:
             argv = mountns.private_command(
-                setup, argv, name, self.network, own_pids=box is not None
+                setup,
+                argv,
+                name,
+                self.network,
+                own_pids=box is not None,
+                hostname=name if box is not None else None,
             )
         self.supervisor.start(name, argv, env=env, unset=unset, cwd=Path.cwd())
 

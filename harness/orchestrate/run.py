@@ -439,7 +439,7 @@ def _replica_entries(
     """The report's account of each replica run on this host: who it was, its restarts,
     its peaks beside its requests and limits."""
     found = []
-    for runner, watch in zip(runners, watches, strict=True):
+    for number, (runner, watch) in enumerate(zip(runners, watches, strict=True), start=1):
         if (
             runner is None
             or not runner.kubelet.usage
@@ -453,6 +453,7 @@ def _replica_entries(
             found.append(
                 {
                     "process": runner.process_name(replica),
+                    "environment": number,
                     "identity": identity.username(NAMESPACE, replica, runner.run.account),
                     "user": None if user is None else user[0],
                     "restarts": watch.restarts.get(replica, 0) if watch else 0,
@@ -810,11 +811,11 @@ def start_dispatcher(
         how += ", each replica on a network of its own" if network is not None else ""
     stack.callback(runner.stop_all)
     log(f"{where}starting the dispatcher {how} ({replicas} replica(s)): {profile.shown_command()}")
+    began = time.monotonic()
     runner.start_all()
     users = frozenset(identity.username(NAMESPACE, i, profile.run.account) for i in range(replicas))
     audit = env.info.get("auditLog")
     if audit:
-        began = time.monotonic()
         runner.wait_ready(Path(audit), users, since=audit_from)
         pod = profile.run.deploy.pod if profile.run.deploy else None
         signal = "a replica listed or watched Workloads"

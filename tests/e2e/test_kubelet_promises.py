@@ -65,7 +65,12 @@ def profile(path: Path, manifests: Path) -> Path:
             "dispatcherName": "mkdc.example/tenant",
             "nominationWrites": "admission-policy",
             "run": {"manifests": str(manifests), "readyTimeout": "60s"},
-            "claims": {"stepSize": 1, "roundTimeout": "10s", "ordering": "config"},
+            "claims": {
+                "stepSize": 1,
+                "roundTimeout": "10s",
+                "ordering": "config",
+                "features": ["HighAvailability"],
+            },
         },
     }
     path.write_text(yaml.safe_dump(doc))
@@ -76,10 +81,10 @@ def profile(path: Path, manifests: Path) -> Path:
 def test_replicas_keep_a_kubelets_promises_in_two_environments(selected_versions, tmp_path) -> None:
     report_dir = tmp_path / "report"
     manifests = deploy_folder(tmp_path / "deploy")
-    checks = "CORE-01,CORE-04"
+    checks = "CORE-04,EXT-12"  # leader failover runs alone: on a second environment
     proc = mkdc_run(
         profile(tmp_path / "tenant.yaml", manifests), report_dir,
-        "--checks", checks, "--workers", "2", "--environments", "2",
+        "--checks", checks, "--workers", "3", "--environments", "2",
     )  # fmt: skip
     assert_conforms(proc, report_dir, checks)
     assert "collision" not in proc.stderr
