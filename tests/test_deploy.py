@@ -5,14 +5,17 @@ honoured named in one line."""
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from harness.cluster import sandbox
 from harness.errors import UserError
 from harness.orchestrate.dispatcher import downward_api, volumes
 from harness.profile import deploy, load_profile
+from harness.profile.deploy import Probe
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "dispatchers" / "example-go" / "deploy"
 PROFILES = Path(__file__).resolve().parents[1] / "dispatchers" / "profiles"
@@ -66,10 +69,53 @@ def test_the_example_folder_as_the_local_provider_runs_it() -> None:
     assert any("leases" in r["resources"] for r in read.namespace_rules)
     assert any("workloads/status" in r["resources"] for r in read.cluster_rules)
     assert [d["kind"] for d in read.objects.manager] == ["ConfigMap"]
-    assert read.notes == (
-        "container manager: livenessProbe is not applied here",
-        "container manager: resources is not applied here",
+    assert read.notes == ()  # every field of it is applied
+    assert pod.liveness == Probe("httpGet", port=8081, path="/healthz")
+    assert pod.readiness is None and pod.restart_policy == "Always"
+    assert pod.resources.requests == {"cpu": 0.1, "memory": 64 * 2**20}
+    assert pod.service_account == "example-dispatcher" and pod.run_as_user is None
+
+
+def test_probes_users_and_resources_as_a_kubelet_reads_them(tmp_path: Path) -> None:
+    container = {
+        "name": "c",
+        "command": ["/bin/run"],
+        "ports": [{"name": "health", "containerPort": 8081}],
+        "readinessProbe": {
+            "exec": {"command": ["cat", "/tmp/ready"]},
+            "periodSeconds": 2,
+            "failureThreshold": 5,
+        },
+        "livenessProbe": {"tcpSocket": {"port": "health"}, "initialDelaySeconds": 15},
+        "securityContext": {"runAsUser": 1000, "readOnlyRootFilesystem": True},
+        "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}},
+    }
+    spec = deployment(container)
+    spec["spec"]["template"]["spec"]["securityContext"] = {"runAsGroup": 3000}
+    read = deploy.read([str(folder(tmp_path, spec, CONFIG, SECRET))], tmp_path, "ns")
+    pod = read.pod
+    assert pod.readiness == Probe(
+        "exec", command=("cat", "/tmp/ready"), period=2, failure_threshold=5
     )
+    assert pod.liveness == Probe("tcpSocket", port=8081, initial_delay=15)
+    assert (pod.run_as_user, pod.run_as_group) == (1000, 3000)
+    assert pod.resources.limits == {"cpu": 0.5, "memory": 2**30}
+    assert "container c: securityContext.readOnlyRootFilesystem is not applied here" in (read.notes)
+
+
+@pytest.mark.parametrize(
+    ("probe", "said"),
+    [
+        ({"httpGet": {"port": "nope"}}, "port 'nope' is not a port of the container"),
+        ({"periodSeconds": 3}, "needs exactly one of httpGet, tcpSocket, exec"),
+        ({"exec": {}}, "exec needs a command"),
+        ({"tcpSocket": {"port": 1}, "periodSeconds": "x"}, "periodSeconds must be a number"),
+    ],
+)
+def test_a_broken_probe_is_one_line_naming_it(tmp_path: Path, probe: dict, said: str) -> None:
+    container = {"name": "c", "command": ["/bin/run"], "livenessProbe": probe}
+    with pytest.raises(ValueError, match=f"container c: livenessProbe: {re.escape(said)}"):
+        deploy.read([str(folder(tmp_path, deployment(container)))], tmp_path, "ns")
 
 
 def test_env_as_the_kubelet_builds_it(tmp_path: Path) -> None:
@@ -100,7 +146,7 @@ def test_env_as_the_kubelet_builds_it(tmp_path: Path) -> None:
     assert pod.env["CFG_mode"] == "fast" and pod.env["URL"] == "http://x/fast"
     assert "OPT" not in pod.env
     assert pod.pod_fields == {"ME": "metadata.name"}
-    assert downward_api(pod.pod_fields, "dispatcher-1", 1) == {"ME": "dispatcher-1"}
+    assert downward_api(pod.pod_fields, "dispatcher-1", 1, "vendor") == {"ME": "dispatcher-1"}
     assert (
         "container c: env UID: fieldRef metadata.uid is not given here (variable left unset)"
         in (read.notes)
@@ -193,14 +239,19 @@ def test_volumes_are_files_where_the_container_expects_them(tmp_path: Path) -> N
     assert "container c: volumeMount host at /host: a hostPath volume is not mounted here" in (
         read.notes
     )
-    setup = volumes(read.pod, tmp_path / "files", tmp_path / "scratch")
+    binds = volumes(read.pod, tmp_path / "files", tmp_path / "scratch")
     assert (tmp_path / "files" / "cfg" / "settings.yaml").read_text() == "a: 1\n"
     assert (tmp_path / "files" / "tok" / "t").read_bytes() == b"s3cret"
-    assert (tmp_path / "files" / "scratch").is_dir()
+    assert (tmp_path / "scratch" / "emptydir-scratch").is_dir()  # the replica's own
+    assert (tmp_path / "files" / "cfg" / "settings.yaml", "/etc/other/config.yaml") in binds
+    box = sandbox.Sandbox(user=None, hidden=(Path("/tmp"),), needed=())
+    setup = sandbox.setup(box, tmp_path / "scratch", binds)
     assert (
         f"mount --bind {tmp_path / 'files' / 'cfg' / 'settings.yaml'} /etc/other/config.yaml"
         in (setup)
     )
+    stage = tmp_path / "scratch" / "hidden-0"  # under the private /tmp: made in it, moved with it
+    assert f"mount --bind {tmp_path / 'scratch' / 'emptydir-scratch'} {stage / 'work'}" in setup
 
 
 @pytest.mark.parametrize(

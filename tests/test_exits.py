@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.cluster.procs import Supervisor
-from harness.orchestrate.exits import ExitWatch
+from harness.orchestrate.exits import ExitWatch, backoff
 from harness.scenarios import progress
 from harness.scenarios.progress import Progress, human
 
@@ -23,9 +23,15 @@ CRASH = (
 class Runner:
     """What the watch reads of a DispatcherRunner: its replicas, their processes and logs."""
 
-    def __init__(self, run_dir: Path, replicas: int) -> None:
+    def __init__(self, run_dir: Path, replicas: int, *, restarts: bool = False) -> None:
         self.supervisor = Supervisor(run_dir)
         self.run = SimpleNamespace(replicas=replicas)
+        self.restarts_exited = restarts  # a Deployment's restartPolicy Always
+        self.stop_reasons: dict[int, str] = {}
+        self.script = "exit 7"
+
+    def restart(self, replica: int = 0) -> None:
+        self.start(replica, self.script)
 
     def process_name(self, replica: int) -> str:
         return f"dispatcher-{replica}"
@@ -99,3 +105,57 @@ def test_the_console_says_it_at_once_and_the_report_gets_it(tmp_path: Path) -> N
         "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='127.0.0.1'); "
         "its log: /r/artifacts/logs/dispatcher-0.log"
     )
+
+
+def test_a_kubelets_back_off_at_once_then_doubling_to_five_minutes() -> None:
+    assert [backoff(n) for n in range(1, 9)] == [0, 10, 20, 40, 80, 160, 300, 300]
+
+
+def test_restart_policy_always_starts_an_exited_replica_again_and_counts_it(
+    tmp_path: Path,
+) -> None:
+    runner = Runner(tmp_path, replicas=1, restarts=True)
+    runner.start(0, "exit 7")
+    events = tmp_path / "events.jsonl"
+    watch = ExitWatch(runner, events, tmp_path)  # type: ignore[arg-type]
+    try:
+        exited(runner, 0)
+        [first] = watch.check()
+        assert (first["code"], first["restartIn"], first["crashLoop"]) == (7, 0.0, False)
+        assert watch.check() == []  # started again at once (its first exit)
+        assert watch.restarts == {0: 1}
+        exited(runner, 0)
+        [second] = watch.check()
+        assert second["restartIn"] == 10.0  # then the back-off
+        assert watch.check() == [] and watch.restarts == {0: 1}  # not yet
+        watch._due[0] = time.monotonic()  # as if 10 s went by
+        assert watch.check() == [] and watch.restarts == {0: 2}
+        exited(runner, 0)
+        [third] = watch.check()
+        assert third["restartIn"] == 20.0 and third["crashLoop"]  # said once, at the third
+        watch._due[0] = time.monotonic()
+        watch.check()
+        exited(runner, 0)
+        [fourth] = watch.check()
+        assert fourth["restartIn"] == 40.0 and not fourth["crashLoop"]
+    finally:
+        runner.supervisor.stop_all()
+    line = human({**third, "event": progress.REPLICA_EXIT, "time": 1.0}, "/r/pytest.log")
+    assert line is not None and line.endswith(
+        "restartPolicy Always: started again in 20s (back-off); "
+        "it is in a crash loop (it keeps exiting soon after each start)"
+    )
+
+
+def test_a_replica_the_harness_stopped_as_a_kubelet_is_said_with_why(tmp_path: Path) -> None:
+    runner = Runner(tmp_path, replicas=1, restarts=True)
+    runner.start(0, "sleep 30")
+    watch = ExitWatch(runner, tmp_path / "events.jsonl", tmp_path)  # type: ignore[arg-type]
+    try:
+        runner.stop_reasons[0] = "its liveness probe failed: httpGet http://:8081/healthz: refused"
+        runner.supervisor.stop("dispatcher-0", grace=0)
+        [said] = watch.check()
+        assert said["cause"].startswith("its liveness probe failed")
+        assert runner.stop_reasons == {}
+    finally:
+        runner.supervisor.stop_all()

@@ -62,10 +62,7 @@ def test_a_deploy_folder_says_what_it_makes_grants_and_leaves_out() -> None:
     assert row(lines, "before start") == [
         "ConfigMap kueue-system/example-dispatcher-settings on manager"
     ]
-    assert row(lines, "not applied") == [
-        "container manager: livenessProbe is not applied here",
-        "container manager: resources is not applied here",
-    ]
+    assert row(lines, "not applied") == ["nothing: every field is applied"]
     assert "EXT-12" in row(lines, "judged on")[0]
 
 

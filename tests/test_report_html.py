@@ -182,3 +182,29 @@ def test_a_dispatcher_that_exited_is_said_in_the_verdict(tmp_path: Path) -> None
     assert "The dispatcher exited while the scenarios ran" in verdict
     assert "dispatcher-0 exited with code 1 133.2 s into the run: urllib3" in verdict
     assert "exited while" not in page_of(tmp_path)  # none exited: nothing said
+
+
+def test_each_replica_run_as_a_kubelet_runs_it_has_a_row(tmp_path: Path) -> None:
+    report = reports.report()
+    report.environment["replicas"] = [
+        {
+            "process": "dispatcher-1",
+            "environment": 2,
+            "identity": "system:serviceaccount:kueue-system:vendor-1",
+            "user": 65534,
+            "restarts": 2,
+            "peakMemoryBytes": 96 * 2**20,
+            "peakCpuCores": 0.25,
+            "requests": {"memory": 64 * 2**20},
+            "limits": {"memory": 64 * 2**20},
+            "overMemoryLimit": True,
+        }
+    ]
+    page = write_html(report, tmp_path / "report.html").read_text()
+    environment = page[page.index('id="environment"') :]
+    assert (
+        "<tr><td>dispatcher-1</td><td>2</td>"
+        "<td><code>system:serviceaccount:kueue-system:vendor-1</code></td><td>65534</td>"
+        "<td>2</td><td>96.00 MiB · request 64.00 · limit 64.00 <strong>over its limit</strong>"
+        "</td><td>0.25 cores</td></tr>"
+    ) in environment

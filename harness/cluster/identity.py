@@ -57,13 +57,15 @@ LEASE_RULES: list[dict[str, Any]] = [
 ]
 
 
-def account_name(replica: int) -> str:
-    return f"mkdc-dispatcher-{replica}"
+def account_name(replica: int, account: str = ROLE) -> str:
+    """Replica `replica`'s ServiceAccount: `account` (the Deployment's, or mkdc's own name)
+    and the replica's number, so the audit log tells replicas apart."""
+    return f"{account}-{replica}"
 
 
-def username(namespace: str, replica: int) -> str:
+def username(namespace: str, replica: int, account: str = ROLE) -> str:
     """How the apiserver (and so the audit log) names replica `replica`."""
-    return f"system:serviceaccount:{namespace}:{account_name(replica)}"
+    return f"system:serviceaccount:{namespace}:{account_name(replica, account)}"
 
 
 @dataclass(frozen=True)
@@ -82,11 +84,12 @@ def rbac_documents(
     labels: dict[str, str],
     cluster_rules: Sequence[dict[str, Any]] = (),
     namespace_rules: Sequence[dict[str, Any]] = (),
+    account: str = ROLE,
 ) -> list[dict[str, Any]]:
     """The baseline role for every replica, and the declared extra rules as roles of their
     own (so a reader of the cluster, like a reader of the report, sees what was added)."""
     subjects = [
-        {"kind": "ServiceAccount", "name": account_name(i), "namespace": namespace}
+        {"kind": "ServiceAccount", "name": account_name(i, account), "namespace": namespace}
         for i in range(replicas)
     ]
     meta = {"labels": dict(labels)}
@@ -94,7 +97,7 @@ def rbac_documents(
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": {"name": account_name(i), "namespace": namespace, **meta},
+            "metadata": {"name": account_name(i, account), "namespace": namespace, **meta},
         }
         for i in range(replicas)
     ]
@@ -167,9 +170,10 @@ def create(
     labels: dict[str, str],
     cluster_rules: Sequence[dict[str, Any]] = (),
     namespace_rules: Sequence[dict[str, Any]] = (),
+    account: str = ROLE,
 ) -> list[Credentials]:
     """Create the identities; write each replica's kubeconfig and service-account files."""
-    docs = rbac_documents(namespace, replicas, labels, cluster_rules, namespace_rules)
+    docs = rbac_documents(namespace, replicas, labels, cluster_rules, namespace_rules, account)
     kube.apply_all(manager.dyn, docs)
     core = client.CoreV1Api(manager.api)
     creds = []
@@ -177,12 +181,13 @@ def create(
         request = client.AuthenticationV1TokenRequest(
             spec=client.V1TokenRequestSpec(audiences=None, expiration_seconds=TOKEN_SECONDS)
         )
+        name = account_name(i, account)
         token = kube.wait_for(
-            f"a token for {account_name(i)}",
-            functools.partial(_request_token, core, account_name(i), namespace, request),
+            f"a token for {name}",
+            functools.partial(_request_token, core, name, namespace, request),
             timeout=30,
         )
-        config = token_kubeconfig(manager.kubeconfig, account_name(i), token)
+        config = token_kubeconfig(manager.kubeconfig, name, token)
         kubeconfig = pki.write_kubeconfig(out_dir / f"dispatcher-{i}.kubeconfig", config)
         files = {"token": token, "namespace": namespace, "ca.crt": _ca_bundle(config)}
         sa_dir = out_dir / f"dispatcher-{i}-serviceaccount"

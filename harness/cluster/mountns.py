@@ -12,17 +12,37 @@ from pathlib import Path
 
 from harness.errors import UserError
 
+# PID 1 of a namespace of its own: runs the program as its child (the kernel shields
+# PID 1 from signals it has no handler for, which a program as PID 1 would ignore) and
+# exits with its status; a signal to the whole group reaches the program directly, so it
+# only waits on. `unshare --kill-child=SIGTERM` gives it SIGTERM when unshare ends.
+_INIT = (
+    '"$@" & child=$!; trap : TERM INT; '
+    "while :; do wait $child; s=$?; kill -0 $child 2>/dev/null || exit $s; done"
+)
+
 
 def private_command(
-    setup: list[str], argv: list[str], name: str, network: Sequence[int] | None = None
+    setup: list[str],
+    argv: list[str],
+    name: str,
+    network: Sequence[int] | None = None,
+    *,
+    own_pids: bool = False,
+    hostname: str | None = None,
 ) -> list[str]:
     """argv run after the shell commands `setup`, in a private mount namespace; with
     `network`, also in a network namespace of its own, as a Pod is: its own loopback, so
     fixed ports and several replicas never collide, and the host's 127.0.0.1 reached only
-    on the `network` ports (see `own_network`).
+    on the `network` ports (see `own_network`); with `own_pids`, in a PID namespace of its
+    own (a fresh /proc), where it sees and signals no process of the host; with
+    `hostname`, under that host name (a UTS namespace), as a Pod is under its name: two
+    replicas in PID namespaces of their own often have the same pid, and a leader
+    election identity of host name and pid would be the same for both.
 
-    The shell execs argv, so the process keeps the pid (and process group) it was started
-    with: signals from the supervisor reach it directly.
+    Without `own_pids` the shell execs argv, so the process keeps the pid (and process
+    group) it was started with; with it, the program is a child of the namespace's first
+    process, in the same process group: signals from the supervisor reach it directly.
     """
     unshare = shutil.which("unshare")
     if not unshare:
@@ -32,14 +52,24 @@ def private_command(
     if network is not None:
         setup = [*setup, *own_network(network)]
         netns = ["--net"]
-    script = " && ".join([*setup, 'exec "$@"'])
+    uts: list[str] = []
+    if hostname is not None:
+        uts = ["--uts"]
+        setup = [f"echo {shlex.quote(hostname)} > /proc/sys/kernel/hostname", *setup]
+    if own_pids:  # the first process stays, so its set-up ends before the program starts
+        script = (" && ".join(setup) + " || exit $?; " if setup else "") + _INIT
+    else:
+        script = " && ".join([*setup, 'exec "$@"'])
+    pidns = ["--pid", "--fork", "--kill-child=SIGTERM", "--mount-proc"] if own_pids else []
     command = [
         unshare,
         *userns,
         *netns,
+        *uts,
         "--mount",
         "--propagation",
         "private",
+        *pidns,
         "sh",
         "-c",
         script,
@@ -103,6 +133,7 @@ def overlay(target: str | Path, upper: Path, work: Path) -> str:
     if os.geteuid() != 0 and mounts_below(target):
         return shadow(target, upper.with_name(upper.name + "-shadowed"))
     upper.mkdir(mode=0o700, parents=True, exist_ok=True)
+    upper.chmod(os.stat(target).st_mode & 0o7777)  # the merged top has the upper's mode
     work.mkdir(mode=0o700, parents=True, exist_ok=True)
     options = f"lowerdir={target},upperdir={upper},workdir={work}"
     return f"mount -t overlay overlay -o {shlex.quote(options)} {shlex.quote(str(target))}"

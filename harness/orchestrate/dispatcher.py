@@ -16,13 +16,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.cluster import exitcause, mountns
+from harness.cluster import exitcause, mountns, probes, sandbox
 from harness.cluster.identity import Credentials, account_name
 from harness.cluster.kueue_install import NAMESPACE
 from harness.cluster.procs import Supervisor
 from harness.errors import UserError
+from harness.orchestrate.kubelet import Kubelet
 from harness.profile import Profile
-from harness.profile.deploy import Pod
+from harness.profile.deploy import Pod, Probe
 from harness.recording.recorder import audit_read
 
 SETTLE_SECONDS = 3.0  # a replica that is still alive this long after start counts as started
@@ -54,6 +55,9 @@ def pod_variables(creds: Credentials, pod_name: str) -> dict[str, str]:
 class DispatcherRunner:
     """The replicas of one external dispatcher."""
 
+    # a replica that exits by itself is started again (`ExitWatch`), as a kubelet does
+    restarts_exited = False
+
     def __init__(
         self,
         profile: Profile,
@@ -70,6 +74,13 @@ class DispatcherRunner:
         self.supervisor = supervisor
         self.credentials = credentials
         self.network = network
+        deploy = self.run.deploy
+        self.restarts_exited = deploy is not None and deploy.pod.restart_policy == "Always"
+        self.users: dict[int, tuple[int, int] | None] = {}  # each replica's, as started
+        self.stop_reasons: dict[int, str] = {}  # why the harness stopped one, as a kubelet
+        self.kubelet = Kubelet(
+            deploy.pod if deploy else None, self.run.replicas, self.pid, self.stop, self.target
+        )
 
     def process_name(self, replica: int) -> str:
         return f"dispatcher-{replica}"
@@ -83,17 +94,56 @@ class DispatcherRunner:
         unset: tuple[str, ...] = ()
         setup: list[str] = []
         scratch = self.supervisor.run_dir / f"{name}-mounts"
-        if self.run.pod_environment:
-            env = {**pod_variables(creds, name), **env}
+        box = self.sandbox(argv, env) if self.run.pod_environment else None
+        if box is not None:
+            env = {**pod_variables(creds, name), **env, "TMPDIR": "/tmp", "HOME": "/"}
+            env["HOSTNAME"] = name  # its host name, as a Pod's is its name
             unset = () if "KUBECONFIG" in env else ("KUBECONFIG",)  # a Pod has none
+            sandbox.give([creds.serviceaccount_dir, creds.kubeconfig], box.user)
             setup = mountns.provide_directory(creds.serviceaccount_dir, SERVICEACCOUNT_DIR, scratch)
+        binds: list[tuple[Path, str]] = []
         if self.run.deploy is not None:
             pod = self.run.deploy.pod
-            env.update(downward_api(pod.pod_fields, name, replica))
-            setup += volumes(pod, self.supervisor.run_dir / "volumes", scratch)
-        if self.run.pod_environment or self.network is not None:
-            argv = mountns.private_command(setup, argv, name, self.network)
+            env.update(downward_api(pod.pod_fields, name, replica, self.run.account))
+            binds = volumes(pod, self.supervisor.run_dir / "volumes", scratch, box)
+            if pod.working_dir and box is not None:  # private and empty, as an image's own
+                binds.append((private_folder(scratch / "workdir", box), pod.working_dir))
+        self.users[replica] = box.user if box else None
+        if box is not None:
+            setup += sandbox.setup(box, scratch, binds)
+            argv = [*sandbox.drop_privileges(box), *argv]
+        else:
+            for i, (source, target) in enumerate(binds):
+                setup += mountns.provide(source, target, scratch / f"volume-{i}")
+        if box is not None or self.network is not None:
+            argv = mountns.private_command(
+                setup,
+                argv,
+                name,
+                self.network,
+                own_pids=box is not None,
+                hostname=name if box is not None else None,
+            )
         self.supervisor.start(name, argv, env=env, unset=unset, cwd=Path.cwd())
+
+    def sandbox(self, argv: list[str], env: dict[str, str]) -> sandbox.Sandbox:
+        """How a replica is confined as a kubelet confines a container: its user, the
+        folders it does not see, what it still reads, where it starts."""
+        pod = self.run.deploy.pod if self.run.deploy is not None else None
+        # a container starts in its workingDir, else (here) in its private /tmp; a host
+        # command where mkdc runs, so `python -m package` finds the package there
+        working_dir = (pod.working_dir or "/tmp") if pod else str(Path.cwd())
+        needed = sandbox.needed_paths(argv, env)
+        if pod is None:
+            needed += (Path(working_dir),)
+        return sandbox.Sandbox(
+            user=sandbox.user_for(
+                pod.run_as_user if pod else None, pod.run_as_group if pod else None
+            ),
+            hidden=sandbox.hidden_roots(self.supervisor.run_dir),
+            needed=needed,
+            working_dir=working_dir,
+        )
 
     def start_all(self) -> None:
         """Start every replica and make sure none dies at start (exit 2 naming its log).
@@ -105,11 +155,34 @@ class DispatcherRunner:
         for replica in range(self.run.replicas):
             self.supervisor.log_path(self.process_name(replica)).unlink(missing_ok=True)
             self.start(replica)
+        self.kubelet.start()
         deadline = time.monotonic() + min(SETTLE_SECONDS, self.run.ready_timeout)
         while time.monotonic() < deadline:
             for replica in range(self.run.replicas):
                 self._check(replica)
             time.sleep(0.2)
+
+    def pid(self, replica: int) -> int | None:
+        """The running replica's first process, None when it is not running."""
+        proc = self.supervisor.procs.get(self.process_name(replica))
+        return proc.popen.pid if proc is not None and proc.alive() else None
+
+    def target(self, replica: int) -> probes.Target:
+        """Where its probes go: into its namespaces where it has its own."""
+        own = self.run.pod_environment
+        return probes.Target(
+            pid=self.pid(replica) if own or self.network is not None else None,
+            network=self.network is not None,
+            user=self.users.get(replica),
+        )
+
+    def stop(self, replica: int, why: str) -> None:
+        """Stop a replica as a kubelet stops a container it gave up on: SIGTERM, SIGKILL
+        after its grace period; the exit watch says `why` and starts it again."""
+        self.stop_reasons[replica] = why
+        pod = self.run.deploy.pod if self.run.deploy else None
+        grace = min(pod.grace_seconds if pod else 10.0, 10.0)
+        self.supervisor.stop(self.process_name(replica), grace=grace)
 
     def wait_ready(self, audit_log: Path, users: Iterable[str], since: int = 0) -> None:
         """Ready = some replica listed or watched Workloads on the manager (the audit log
@@ -118,6 +191,9 @@ class DispatcherRunner:
         users = set(users)
         deadline = time.monotonic() + self.run.ready_timeout
         position = since
+        pod = self.run.deploy.pod if self.run.deploy else None
+        if pod is not None and pod.readiness is not None:
+            return self._wait_probed(pod.readiness, deadline)
         while True:
             for replica in range(self.run.replicas):
                 self._check(replica)
@@ -130,6 +206,26 @@ class DispatcherRunner:
                     f"({self.run.ready_timeout:.0f}s): no replica listed or watched Workloads "
                     "on the manager (a slow start needs a longer spec.run.readyTimeout)",
                     self.process_name(0),
+                )
+            time.sleep(0.2)
+
+    def _wait_probed(self, probe: Probe, deadline: float) -> None:
+        """Ready = every replica's readiness probe passed, as a Deployment's rollout."""
+        while True:
+            for replica in range(self.run.replicas):
+                self._check(replica)
+            waiting = [r for r in range(self.run.replicas) if not self.kubelet.ready(r)]
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                replica = waiting[0]
+                why = self.kubelet.readiness_failure(replica) or "it never answered"
+                raise StartFailure(
+                    f"the dispatcher ({self.process_name(replica)}) was not ready within its"
+                    f" readyTimeout ({self.run.ready_timeout:.0f}s): readiness probe"
+                    f" {probe.describe()}: {why} (a slow start needs a longer"
+                    " spec.run.readyTimeout)",
+                    self.process_name(replica),
                 )
             time.sleep(0.2)
 
@@ -158,15 +254,18 @@ class DispatcherRunner:
         """Host processes write their logs themselves; container runners copy theirs."""
 
     def stop_all(self) -> None:
+        self.kubelet.close()
         self.supervisor.stop_all()
 
 
-def downward_api(fields: dict[str, str], pod_name: str, replica: int) -> dict[str, str]:
+def downward_api(
+    fields: dict[str, str], pod_name: str, replica: int, account: str
+) -> dict[str, str]:
     """The values a Pod's `fieldRef` variables get, for one replica on this machine."""
     values = {
         "metadata.name": pod_name,
         "metadata.namespace": NAMESPACE,
-        "spec.serviceAccountName": account_name(replica),
+        "spec.serviceAccountName": account_name(replica, account),
         "spec.nodeName": "mkdc-local",
         "status.podIP": "127.0.0.1",
         "status.hostIP": "127.0.0.1",
@@ -174,22 +273,36 @@ def downward_api(fields: dict[str, str], pod_name: str, replica: int) -> dict[st
     return {var: values[path] for var, path in fields.items()}
 
 
-def volumes(pod: Pod, files_dir: Path, scratch: Path) -> list[str]:
-    """Shell commands that mount the pod's volumes where its container expects them: the
+def volumes(
+    pod: Pod, files_dir: Path, scratch: Path, box: sandbox.Sandbox | None = None
+) -> list[tuple[Path, str]]:
+    """Where the pod's volumes come from and where its container expects them: the
     ConfigMaps' and Secrets' keys as files (written once under `files_dir`, as the kubelet
-    would), an emptyDir as an empty folder."""
-    setup: list[str] = []
-    for i, mount in enumerate(pod.mounts):
+    would), an emptyDir as an empty folder of the replica's own (`scratch`), writable by
+    its user as the kubelet makes it."""
+    binds: list[tuple[Path, str]] = []
+    for mount in pod.mounts:
         folder = files_dir / mount.volume
-        if not folder.exists():
+        if mount.empty_dir:
+            folder = private_folder(scratch / f"emptydir-{mount.volume}", box, mount.sub_path)
+        elif not folder.exists():
             for relative, content in mount.files.items():
                 path = folder / relative
                 path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
                 path.write_bytes(content)
             folder.mkdir(mode=0o755, parents=True, exist_ok=True)
-        source = folder / mount.sub_path if mount.sub_path else folder
-        setup += mountns.provide(source, mount.path, scratch / f"volume-{i}")
-    return setup
+        binds.append((folder / mount.sub_path if mount.sub_path else folder, mount.path))
+    return binds
+
+
+def private_folder(folder: Path, box: sandbox.Sandbox | None, sub_path: str | None = None) -> Path:
+    """A replica's own empty folder (and `sub_path` in it), writable by its user as the
+    kubelet makes an emptyDir."""
+    for made in (folder, folder / (sub_path or "")):
+        made.mkdir(mode=0o777, parents=True, exist_ok=True)
+        made.chmod(0o777)
+    sandbox.give([folder], box.user if box else None)
+    return folder
 
 
 def exit_cause(log: Path, shared_network: bool) -> str:

@@ -417,6 +417,9 @@ def judge(
             if not_injected:
                 report.environment["faultsNotInjected"] = not_injected
         report.dispatcher_exits = [_exit_entry(e) for e in reporter.progress.exits]
+        replicas = _replica_entries(runners, watches)
+        if replicas:
+            report.environment["replicas"] = replicas
         summary = report.summary()
         if summary["failed"] or summary["undecided"] or report.dispatcher_exits:
             _keep_evidence(provider, env, report_dir, runners, aside)
@@ -430,6 +433,36 @@ def judge(
     return _say_verdict(report, summary, report_dir, interrupted)
 
 
+def _replica_entries(
+    runners: Sequence[DispatcherRunner | None], watches: Sequence[ExitWatch | None]
+) -> list[dict[str, Any]]:
+    """The report's account of each replica run on this host: who it was, its restarts,
+    its peaks beside its requests and limits."""
+    found = []
+    for number, (runner, watch) in enumerate(zip(runners, watches, strict=True), start=1):
+        if (
+            runner is None
+            or not runner.kubelet.usage
+            or not any(u.samples for u in runner.kubelet.usage.values())
+        ):
+            continue
+        assert runner.profile.run is not None
+        for entry in runner.kubelet.report():
+            replica = entry.pop("replica")
+            user = runner.users.get(replica)
+            found.append(
+                {
+                    "process": runner.process_name(replica),
+                    "environment": number,
+                    "identity": identity.username(NAMESPACE, replica, runner.run.account),
+                    "user": None if user is None else user[0],
+                    "restarts": watch.restarts.get(replica, 0) if watch else 0,
+                    **entry,
+                }
+            )
+    return found
+
+
 def _exit_entry(event: dict[str, Any]) -> dict[str, Any]:
     """The report's account of a replica that exited by itself (a replica-exit event)."""
     return {
@@ -439,6 +472,8 @@ def _exit_entry(event: dict[str, Any]) -> dict[str, Any]:
         "cause": event.get("cause") or "no output",
         "atSeconds": event.get("elapsedSeconds"),
         "log": event.get("log"),
+        "restartedAfterSeconds": event.get("restartIn"),
+        "crashLoop": bool(event.get("crashLoop")),
     }
 
 
@@ -756,6 +791,7 @@ def start_dispatcher(
         {inventory.RUN_LABEL: run_id},
         rbac.cluster_rules,
         rbac.namespace_rules,
+        profile.run.account,
     )
     supervisor = Supervisor(env.run_dir)
     labels = {inventory.RUN_LABEL: run_id}
@@ -775,11 +811,17 @@ def start_dispatcher(
         how += ", each replica on a network of its own" if network is not None else ""
     stack.callback(runner.stop_all)
     log(f"{where}starting the dispatcher {how} ({replicas} replica(s)): {profile.shown_command()}")
+    began = time.monotonic()
     runner.start_all()
-    users = frozenset(identity.username(NAMESPACE, i) for i in range(replicas))
+    users = frozenset(identity.username(NAMESPACE, i, profile.run.account) for i in range(replicas))
     audit = env.info.get("auditLog")
     if audit:
         runner.wait_ready(Path(audit), users, since=audit_from)
+        pod = profile.run.deploy.pod if profile.run.deploy else None
+        signal = "a replica listed or watched Workloads"
+        if pod is not None and pod.readiness is not None:
+            signal = f"every replica's readiness probe passed ({pod.readiness.describe()})"
+        log(f"{where}dispatcher ready in {time.monotonic() - began:.1f}s: {signal}")
     return runner, users
 
 

@@ -35,9 +35,21 @@ POD_FIELDS = (
     "status.hostIP",
 )
 CONTAINER_FIELDS = {"name", "image", "command", "args", "env", "envFrom", "volumeMounts"}
-CONTAINER_FIELDS |= {"workingDir", "ports", "imagePullPolicy"}
+CONTAINER_FIELDS |= {"workingDir", "ports", "imagePullPolicy", "readinessProbe", "livenessProbe"}
+CONTAINER_FIELDS |= {"resources", "securityContext"}
 POD_SPEC_FIELDS = {"containers", "volumes", "serviceAccountName", "serviceAccount"}
-POD_SPEC_FIELDS |= {"hostNetwork", "automountServiceAccountToken"}
+POD_SPEC_FIELDS |= {"hostNetwork", "automountServiceAccountToken", "restartPolicy"}
+POD_SPEC_FIELDS |= {"securityContext", "terminationGracePeriodSeconds"}
+# the securityContext fields a replica's user comes from; the others are named as not applied
+USER_FIELDS = {"runAsUser", "runAsGroup", "runAsNonRoot"}
+PROBE_HANDLERS = ("httpGet", "tcpSocket", "exec")
+PROBE_TIMINGS = {
+    "initialDelaySeconds": 0,
+    "periodSeconds": 10,
+    "timeoutSeconds": 1,
+    "successThreshold": 1,
+    "failureThreshold": 3,
+}
 KEY_REFS = (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef"))
 _REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\$")
 
@@ -50,6 +62,39 @@ class Mount:
     volume: str
     files: dict[str, bytes]  # relative path -> content (an emptyDir has none)
     sub_path: str | None = None
+    empty_dir: bool = False  # each replica's own, empty at its start
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A container probe as the kubelet runs it: one handler and its timings (seconds)."""
+
+    kind: str  # httpGet, tcpSocket or exec
+    port: int | None = None
+    path: str = "/"
+    scheme: str = "HTTP"
+    host: str | None = None
+    command: tuple[str, ...] = ()
+    initial_delay: float = 0
+    period: float = 10
+    timeout: float = 1
+    success_threshold: int = 1
+    failure_threshold: int = 3
+
+    def describe(self) -> str:
+        if self.kind == "exec":
+            return f"exec {' '.join(self.command)}"
+        if self.kind == "tcpSocket":
+            return f"tcpSocket :{self.port}"
+        return f"httpGet {self.scheme.lower()}://:{self.port}{self.path}"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The container's requests and limits, in bytes (memory) and cores (cpu)."""
+
+    requests: dict[str, float]
+    limits: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -67,6 +112,15 @@ class Pod:
     working_dir: str | None
     image: str | None
     host_network: bool
+    service_account: str = "default"
+    run_as_user: int | None = None  # securityContext, the container's over the pod's
+    run_as_group: int | None = None
+    run_as_non_root: bool = False
+    readiness: Probe | None = None
+    liveness: Probe | None = None
+    restart_policy: str = "Always"
+    resources: Resources = Resources({}, {})
+    grace_seconds: float = 30.0  # terminationGracePeriodSeconds
 
 
 @dataclass(frozen=True)
@@ -179,6 +233,11 @@ def _pod(deployment: dict[str, Any], config: _Objects, notes: list[str]) -> Pod:
     if not isinstance(replicas, int) or replicas < 1:
         raise ValueError(f"Deployment {name}: spec.replicas must be 1 or more, got {replicas!r}")
     command = container.get("command")
+    ports = {str(p.get("name")): p.get("containerPort") for p in container.get("ports") or []}
+    security = {**(spec.get("securityContext") or {}), **(container.get("securityContext") or {})}
+    for key in sorted(set(security) - USER_FIELDS):
+        notes.append(f"container {cname}: securityContext.{key} is not applied here")
+    grace = spec.get("terminationGracePeriodSeconds", 30)
     return Pod(
         deployment=name,
         container=cname,
@@ -191,7 +250,93 @@ def _pod(deployment: dict[str, Any], config: _Objects, notes: list[str]) -> Pod:
         working_dir=container.get("workingDir"),
         image=container.get("image"),
         host_network=bool(spec.get("hostNetwork", False)),
+        service_account=_service_account(deployment),
+        run_as_user=_integer(security, "runAsUser", cname),
+        run_as_group=_integer(security, "runAsGroup", cname),
+        run_as_non_root=bool(security.get("runAsNonRoot", False)),
+        readiness=_probe(container.get("readinessProbe"), "readinessProbe", cname, ports),
+        liveness=_probe(container.get("livenessProbe"), "livenessProbe", cname, ports),
+        restart_policy=str(spec.get("restartPolicy") or "Always"),
+        resources=_resources(container.get("resources") or {}, cname),
+        grace_seconds=float(grace) if isinstance(grace, (int, float)) else 30.0,
     )
+
+
+def _integer(fields: dict[str, Any], key: str, cname: str) -> int | None:
+    value = fields.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        at = f"container {cname}: securityContext.{key}"
+        raise ValueError(f"{at} must be a user id, got {value!r}")
+    return value
+
+
+def _probe(spec: Any, field: str, cname: str, ports: dict[str, Any]) -> Probe | None:
+    """The probe as the kubelet reads it; a named port is looked up in the container's."""
+    if spec is None:
+        return None
+    at = f"container {cname}: {field}"
+    handlers = [h for h in PROBE_HANDLERS if h in (spec or {})]
+    if not isinstance(spec, dict) or len(handlers) != 1:
+        raise ValueError(f"{at}: needs exactly one of {', '.join(PROBE_HANDLERS)}")
+    [kind] = handlers
+    handler = spec[kind] or {}
+    timings: dict[str, float] = {}
+    for key, default in PROBE_TIMINGS.items():
+        value = spec.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"{at}: {key} must be a number of seconds, got {value!r}")
+        timings[key] = value
+    port: int | None = None
+    if kind != "exec":
+        named = handler.get("port")
+        port = ports.get(str(named)) if isinstance(named, str) and not named.isdigit() else named
+        if isinstance(port, str) and port.isdigit():
+            port = int(port)
+        if not isinstance(port, int) or not 0 < port < 65536:
+            raise ValueError(f"{at}: port {named!r} is not a port of the container")
+    command = tuple(str(a) for a in handler.get("command") or ())
+    if kind == "exec" and not command:
+        raise ValueError(f"{at}: exec needs a command")
+    return Probe(
+        kind=kind,
+        port=port,
+        path=str(handler.get("path") or "/"),
+        scheme=str(handler.get("scheme") or "HTTP").upper(),
+        host=handler.get("host"),
+        command=command,
+        initial_delay=timings["initialDelaySeconds"],
+        period=max(timings["periodSeconds"], 1),
+        timeout=max(timings["timeoutSeconds"], 1),
+        success_threshold=max(int(timings["successThreshold"]), 1),
+        failure_threshold=max(int(timings["failureThreshold"]), 1),
+    )
+
+
+_MEMORY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9}
+_QUANTITY = re.compile(r"^([0-9.]+)(m|Ki|Mi|Gi|Ti|k|M|G)?$")
+
+
+def quantity(text: Any, resource: str) -> float:
+    """A Kubernetes quantity: cores for cpu (100m = 0.1), bytes for memory."""
+    match = _QUANTITY.match(str(text).strip())
+    if not match:
+        raise ValueError(f"{resource}: {text!r} is not a quantity (100m, 64Mi, 1Gi)")
+    number, unit = float(match.group(1)), match.group(2)
+    if unit == "m":
+        return number / 1000
+    return number * _MEMORY.get(unit or "", 1)
+
+
+def _resources(spec: dict[str, Any], cname: str) -> Resources:
+    found: dict[str, dict[str, float]] = {"requests": {}, "limits": {}}
+    for part in found:
+        for resource, value in (spec.get(part) or {}).items():
+            if resource in ("cpu", "memory"):
+                where = f"container {cname}: resources.{part}.{resource}"
+                found[part][resource] = quantity(value, where)
+    return Resources(requests=found["requests"], limits=found["limits"])
 
 
 def _env(
@@ -277,7 +422,13 @@ def _mount(
             kinds = ", ".join(k for k in volume if k != "name")
             notes.append(f"{at}: a {kinds} volume is not mounted here")
             return None
-    return Mount(path=path, volume=str(name), files=files, sub_path=mount.get("subPath"))
+    return Mount(
+        path=path,
+        volume=str(name),
+        files=files,
+        sub_path=mount.get("subPath"),
+        empty_dir="emptyDir" in volume,
+    )
 
 
 def _rules(

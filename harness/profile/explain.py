@@ -98,10 +98,17 @@ def _executable(profile: Profile, run: RunSpec) -> str:
 
 def _identity(run: RunSpec) -> str:
     if run.image is not None or run.deploy is not None or run.pod_environment:
-        return (
-            f"a ServiceAccount of its own per replica in {DEFAULT_NAMESPACE}, read as in a Pod"
+        said = (
+            f"a ServiceAccount of its own per replica in {DEFAULT_NAMESPACE}"
+            f" ({run.account}-0, {run.account}-1, ...), read as in a Pod"
             " (service-account files, KUBERNETES_SERVICE_HOST/PORT, POD_NAME, POD_NAMESPACE)"
         )
+        if run.image is None:
+            said += (
+                "; on the local provider confined as a container: its own /tmp, PID namespace and"
+                " host name, an unprivileged user, no run directory in view"
+            )
+        return said
     return "a token kubeconfig of its own per replica ({kubeconfig}), as a plain process"
 
 

@@ -89,6 +89,12 @@ class RunSpec:
     # container's arguments (`spec.run.args` in the profile)
     image: str | None = None
 
+    @property
+    def account(self) -> str:
+        """What the replicas' ServiceAccounts are named after (`<account>-<replica>`): the
+        Deployment's ServiceAccount, else mkdc's own name."""
+        return self.deploy.pod.service_account if self.deploy else identity.ROLE
+
 
 @dataclass(frozen=True)
 class EnvironmentSpec:

@@ -422,7 +422,8 @@ def render_html(report: Report) -> str:
         '<h2 id="scorecard">Scorecard</h2>',
         _scorecard_html(doc["scorecard"]),
         '<h2 id="environment">Environment</h2>',
-        _kv_table(doc["environment"]),
+        _kv_table({k: v for k, v in doc["environment"].items() if k != "replicas"}),
+        _replicas_html(doc["environment"].get("replicas") or []),
         "<h3>Privileges beyond the baseline dispatcher role</h3>",
         "<ul>" + "".join(f"<li>{_h(p)}</li>" for p in doc["privileges"]) + "</ul>"
         if doc["privileges"]
@@ -479,9 +480,12 @@ def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> st
         parts.append("<p><strong>The dispatcher exited while the scenarios ran</strong></p><ul>")
         for e in doc["dispatcherExits"]:
             code = "" if e.get("code") is None else f" with code {e['code']}"
+            again = e.get("restartedAfterSeconds")
+            restart = "" if again is None else f"; started again after {_h(again)} s"
+            restart += " (a crash loop)" if e.get("crashLoop") else ""
             parts.append(
                 f"<li>{_h(e['process'])} exited{code} {_h(e['atSeconds'])} s into the run: "
-                f'{_h(e["cause"])} <span class="muted">({_h(e["log"])})</span></li>'
+                f'{_h(e["cause"])}{restart} <span class="muted">({_h(e["log"])})</span></li>'
             )
         parts.append("</ul>")
     for result_word in _RESULT_ORDER:
@@ -681,6 +685,36 @@ def _short_number(value: Any) -> str:
     if float(text) == 0 and value != 0:
         return f"{value:.1g}"  # a small figure, not zero
     return text
+
+
+def _replicas_html(replicas: list[dict[str, Any]]) -> str:
+    """Each replica run as a kubelet runs a container: who it was, its restarts, its
+    peaks beside its requests and limits, one over its memory limit marked."""
+    if not replicas:
+        return ""
+
+    def amount(entry: dict[str, Any], resource: str, peak: str) -> str:
+        scale, unit = (2**20, " MiB") if resource == "memory" else (1, " cores")
+        said = f"{entry[peak] / scale:.2f}{unit}"
+        for part in ("requests", "limits"):
+            if resource in (entry.get(part) or {}):
+                said += f" · {part[:-1]} {entry[part][resource] / scale:.2f}"
+        return said
+
+    rows = "".join(
+        f"<tr><td>{_h(r['process'])}</td><td>{_h(r.get('environment', 1))}</td>"
+        f"<td><code>{_h(r['identity'])}</code></td><td>{_h(_fmt(r.get('user')))}</td>"
+        f"<td>{_h(r['restarts'])}</td>"
+        f"<td>{_h(amount(r, 'memory', 'peakMemoryBytes'))}"
+        f"{' <strong>over its limit</strong>' if r.get('overMemoryLimit') else ''}</td>"
+        f"<td>{_h(amount(r, 'cpu', 'peakCpuCores'))}</td></tr>"
+        for r in replicas
+    )
+    head = (
+        "<tr><th>replica</th><th>environment</th><th>identity</th><th>user</th>"
+        "<th>restarts</th><th>peak memory</th><th>peak CPU</th></tr>"
+    )
+    return f"<h3>Dispatcher replicas</h3><table>{head}{rows}</table>"
 
 
 def _kv_table(data: Mapping[str, Any]) -> str:

@@ -376,18 +376,31 @@ def human(event: Mapping[str, Any], log: Path | str) -> str | None:
     if kind == REPLICA_EXIT:
         code = event.get("code")
         how = "exited" if code is None else f"exited with code {code}"
-        return (
+        line = (
             f"{at} {'exited':<13} {event.get('where', '')}the dispatcher "
             f"({event.get('process', 'replica')}) {how}: "
             f"{_first_line(event.get('cause', ''), 300)}; its log: "
             f"{Path(log).parent / str(event.get('log'))}"
         )
+        return line + _restart_said(event)
     if kind == RUN_END:
         missing = event.get("notDecided") or []
         how = "interrupted" if event.get("interrupted") else "finished"
         line = f"{at} {how}: {event.get('done', 0)}/{event.get('total', 0)} checks done"
         return f"{line}; not decided: {', '.join(missing)}" if missing else line
     return None
+
+
+def _restart_said(event: Mapping[str, Any]) -> str:
+    """How a replica-exit event's restart reads on the console (a kubelet's back-off)."""
+    delay = event.get("restartIn")
+    if delay is None:
+        return ""
+    when = "at once" if not delay else f"in {delay:.0f}s (back-off)"
+    said = f"; restartPolicy Always: started again {when}"
+    if event.get("crashLoop"):
+        said += "; it is in a crash loop (it keeps exiting soon after each start)"
+    return said
 
 
 class Reporter:

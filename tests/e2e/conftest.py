@@ -22,6 +22,7 @@ SECONDS = {
     "test_a_vendor_shaped_environment_is_built_and_reported": 75,
     "test_each_start_failure_says_its_cause_and_what_it_lacked_lets_it_run": 65,
     "test_the_go_example_image_conforms_as_a_local_container": 50,
+    "test_replicas_keep_a_kubelets_promises_in_two_environments": 80,
     "test_a_job_runs_on_exactly_one_worker_under_each_dispatcher_in_turn": 36,
     "test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory": 32,
     "test_the_installed_wheel_judges_from_an_empty_directory": 80,

@@ -48,14 +48,15 @@ def test_the_go_example_from_its_deploy_folder_conforms_with_two_replicas(
         "made before the dispatcher starts: ConfigMap kueue-system/example-dispatcher-settings"
         in (proc.stderr)
     )
-    assert "manifests: not applied here: container manager: livenessProbe" in proc.stderr
     environment = report_of(report_dir)["environment"]
     assert environment["dispatcherRun"] == "deploy folder (Deployment example-dispatcher)"
     assert environment["replicaNetwork"] == "one of its own per replica (pasta)"
-    assert environment["notApplied"] == [
-        "container manager: livenessProbe is not applied here",
-        "container manager: resources is not applied here",
-    ]
+    assert environment["notApplied"] == []  # its probe and resources too
+    replicas = {r["identity"]: r for r in environment["replicas"]}
+    account = "system:serviceaccount:kueue-system:example-dispatcher"
+    assert set(replicas) == {f"{account}-0", f"{account}-1"}  # its own ServiceAccount's name
+    # its liveness probe (httpGet :8081/healthz, in each replica's network) never failed
+    assert all(r["restarts"] == 0 and r["peakMemoryBytes"] > 0 for r in replicas.values())
 
 
 @pytest.mark.e2e
