@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness.cluster import mountns, sandbox
@@ -183,3 +186,55 @@ def test_rootless_the_replica_is_confined_too(
         assert not Path("/tmp/fixed").exists()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+GRACEFUL = """
+import signal, sys, time
+def stop(*_):
+    print("stopped gracefully", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("up", flush=True)
+time.sleep(60)
+"""
+
+
+def _confined(tmp_path: Path, token: str) -> subprocess.Popen[str]:
+    """A replica confined in its namespaces, in a session of its own as the supervisor
+    starts one; `token` marks its processes."""
+    argv = [sys.executable, "-c", GRACEFUL, token]
+    box = sandbox.Sandbox(user=None, hidden=(), needed=())
+    command = mountns.private_command(
+        sandbox.setup(box, tmp_path), argv, "replica", own_pids=True, hostname="replica"
+    )
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "up\n"
+    return proc
+
+
+def _left(token: str) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or [])]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace without a user one needs root")
+def test_a_group_sigterm_stops_the_replica_as_it_likes_and_its_namespace_ends(
+    tmp_path: Path,
+) -> None:
+    token = f"mkdc-graceful-{os.getpid()}"
+    proc = _confined(tmp_path, token)
+    os.killpg(proc.pid, signal.SIGTERM)  # as the supervisor stops a group
+    out, _ = proc.communicate(timeout=30)
+    assert (out, proc.returncode) == ("stopped gracefully\n", 0)
+    assert _left(token) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace without a user one needs root")
+def test_when_the_harness_dies_the_whole_namespace_goes(tmp_path: Path) -> None:
+    token = f"mkdc-orphan-{os.getpid()}"
+    proc = _confined(tmp_path, token)
+    os.kill(proc.pid, signal.SIGKILL)  # unshare alone, as its parent-death signal would
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _left(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _left(token) == []

@@ -12,14 +12,17 @@ from pathlib import Path
 
 from harness.errors import UserError
 
-# PID 1 of a namespace of its own: runs the program as its child (the kernel shields
-# PID 1 from signals it has no handler for, which a program as PID 1 would ignore) and
-# exits with its status; a signal to the whole group reaches the program directly, so it
-# only waits on. `unshare --kill-child=SIGTERM` gives it SIGTERM when unshare ends.
+# PID 1 of a namespace of its own: runs the program as its child and exits with its
+# status. It and unshare ignore SIGTERM and SIGINT (set before unshare starts, inherited):
+# a signal to the whole group reaches the program directly, which gets the default
+# dispositions back (`env --default-signal`), stops as it likes, and the namespace ends
+# with it. Should unshare die (SIGKILL, or the harness gone: its parent-death signal),
+# `--kill-child=SIGKILL` ends the namespace, and so every process in it, at once.
 _INIT = (
-    '"$@" & child=$!; trap : TERM INT; '
-    "while :; do wait $child; s=$?; kill -0 $child 2>/dev/null || exit $s; done"
+    'env --default-signal=TERM,INT,QUIT "$@" & child=$!; '
+    'while :; do wait $child; s=$?; kill -0 $child 2>/dev/null || exit $s; done'
 )
+_IGNORING = "trap '' TERM INT; "
 
 
 def private_command(
@@ -60,7 +63,7 @@ def private_command(
         script = (" && ".join(setup) + " || exit $?; " if setup else "") + _INIT
     else:
         script = " && ".join([*setup, 'exec "$@"'])
-    pidns = ["--pid", "--fork", "--kill-child=SIGTERM", "--mount-proc"] if own_pids else []
+    pidns = ["--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc"] if own_pids else []
     command = [
         unshare,
         *userns,
@@ -76,11 +79,12 @@ def private_command(
         name,
         *argv,
     ]
-    if not netns:
-        return command
-    # the host's network namespace, open as fd 3 for pasta to be started in
     shell = shutil.which("sh") or "/bin/sh"
-    return [shell, "-c", 'exec 3</proc/self/ns/net && exec "$@"', name, *command]
+    ignoring = _IGNORING if own_pids else ""
+    if not netns:
+        return [shell, "-c", ignoring + 'exec "$@"', name, *command] if own_pids else command
+    # the host's network namespace, open as fd 3 for pasta to be started in
+    return [shell, "-c", ignoring + 'exec 3</proc/self/ns/net && exec "$@"', name, *command]
 
 
 PASTA_READY_SECONDS = 10

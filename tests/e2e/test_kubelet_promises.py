@@ -6,6 +6,8 @@ named after the Deployment's ServiceAccount and runs as an unprivileged user."""
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -88,7 +90,13 @@ def test_replicas_keep_a_kubelets_promises_in_two_environments(selected_versions
     )  # fmt: skip
     assert_conforms(proc, report_dir, checks)
     assert "collision" not in proc.stderr
-    assert "readiness probe" in proc.stderr  # the start waited for it
+    # the start waited for every replica's probe, which passes once it wrote /tmp/ready
+    ready = re.findall(
+        r"dispatcher ready in ([0-9.]+)s: every replica's readiness probe passed "
+        r"\(exec cat /tmp/ready\)",
+        proc.stderr,
+    )
+    assert len(ready) == 2 and all(float(s) >= kubelet_tenant.READY_AFTER for s in ready)
     # the last replica of each environment exits 20 s after its start and is started again
     assert proc.stderr.count("exiting 20 s after its start, on purpose") >= 1
     assert "restartPolicy Always: started again at once" in proc.stderr
@@ -98,7 +106,10 @@ def test_replicas_keep_a_kubelets_promises_in_two_environments(selected_versions
         "system:serviceaccount:kueue-system:tenant-0",
         "system:serviceaccount:kueue-system:tenant-1",
     }
-    assert {r["user"] for r in replicas} == {65534}
+    assert sorted((r["environment"], r["process"]) for r in replicas) == [
+        (e, f"dispatcher-{i}") for e in (1, 2) for i in (0, 1)
+    ]  # two replicas in each of two environments, none colliding in /tmp
+    assert {r["user"] for r in replicas} == {65534 if os.geteuid() == 0 else None}
     assert any(r["restarts"] >= 1 for r in replicas if r["process"] == "dispatcher-1")
     assert all(r["peakMemoryBytes"] > 0 and not r["overMemoryLimit"] for r in replicas)
     exits = report["dispatcherExits"]
