@@ -20,7 +20,7 @@ from harness.errors import UserError
 # `--kill-child=SIGKILL` ends the namespace, and so every process in it, at once.
 _INIT = (
     'env --default-signal=TERM,INT,QUIT "$@" & child=$!; '
-    'while :; do wait $child; s=$?; kill -0 $child 2>/dev/null || exit $s; done'
+    "while :; do wait $child; s=$?; kill -0 $child 2>/dev/null || exit $s; done"
 )
 _IGNORING = "trap '' TERM INT; "
 
