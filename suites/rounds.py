@@ -1,0 +1,118 @@
+"""Taking a dispatcher through several rounds, whatever order it tries clusters in.
+
+A scenario that gives room to "the last cluster in the claimed order" judges nothing
+when the dispatcher ranks clusters its own way (``claims.ordering: none``): its first
+choice had room, and no escalation came due. So the escalation scenarios give no worker
+room until the dispatcher has made the escalations the checks judge, and then give it to
+whichever clusters its last round added. The promise is about every round, not the
+first: up to ``MOST_ESCALATIONS`` of them, as many as the claimed step, the config's
+clusters and the time budget allow.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from harness.recording.timeline import Timeline
+from harness.scenarios.scenario import Scenario
+from harness.scenarios.session import current
+from suites.checks import Bounds
+from suites.checks.queries import Round, rounds
+from suites.checks.verdict import joined
+from suites.judge import PLACEMENT_ROOM, RECORDING_ROOM, bounds, record_skipped
+
+MOST_ESCALATIONS = 3  # judged one by one: the 2nd or 3rd late fails as the 1st would
+SLOW_LIMIT = 150.0  # seconds an extended scenario may take outside the full run
+FIRST_NOMINATION = 30.0  # seconds from submission (others scenarios wait as long)
+
+
+def escalations_possible(step: int | None, clusters: int) -> int:
+    """Escalations a config of `clusters` holds at a claimed step: its batches less one
+    (a step of "all", None: none)."""
+    return 0 if step is None else max(0, math.ceil(clusters / step) - 1)
+
+
+def round_seconds(b: Bounds) -> float:
+    """What one escalation may take: the claimed round and its slack."""
+    return (b.round_timeout or 0.0) + b.escalation_slack
+
+
+def escalations_within(b: Bounds, clusters: int, limit: float | None = SLOW_LIMIT) -> int:
+    """How many escalations a scenario takes the dispatcher through: all the config holds,
+    at most MOST_ESCALATIONS, and (``limit`` not None: outside the full run) no more than
+    fit in ``limit`` seconds beside the wait a placement may need."""
+    possible = min(MOST_ESCALATIONS, escalations_possible(b.step_size, clusters))
+    if limit is None or not b.round_timeout:
+        return possible
+    fit = int((limit - b.placement_slack - PLACEMENT_ROOM) // round_seconds(b))
+    return min(possible, max(fit, 0))
+
+
+def escalation_workers(sc: Scenario) -> list[str]:
+    """The workers a config needs for MOST_ESCALATIONS at the claimed step, or as many as
+    the environment has (at least one escalation's: stepSize + 1)."""
+    step = bounds(sc).step_size or 1
+    have = len(sc.ctx.env.workers)
+    wanted = step * MOST_ESCALATIONS + 1
+    return sc.workers(min(have, wanted), at_least=step + 1, why="the claimed stepSize + 1")
+
+
+def escalations_or_skip(sc: Scenario) -> int:
+    """``escalations_within`` this scenario's config; a run that is not full and fits none
+    (5-minute rounds) skips the scenario, as ``skip_if_slow`` does, saying what it needs."""
+    b = bounds(sc)
+    full = current().full
+    count = escalations_within(b, len(sc.order), None if full else SLOW_LIMIT)
+    if count == 0 and escalations_possible(b.step_size, len(sc.order)) > 0:
+        need = round_seconds(b) + b.placement_slack + PLACEMENT_ROOM
+        record_skipped(
+            current(), list(sc.checks), f"needs {need:.0f}s: runs in the full run (--full)"
+        )
+        pytest.skip(f"needs {need:.0f}s of the claimed timing: full run only")
+    return count
+
+
+def through_rounds(sc: Scenario, workload: str, escalations: int) -> list[str]:
+    """Wait for the workload's first round, then for ``escalations`` more, each by its
+    round's end (its timeout + escalation_slack, + RECORDING_ROOM for the recorder to see
+    it); then room for one workload on the workers of the clusters the last round added,
+    which are returned. Stops early once every configured cluster was nominated (nothing
+    is left to escalate to). Raises TimeoutError naming the escalation that did not come:
+    its check then has its verdict on the timeline."""
+    b = bounds(sc)
+
+    def seen(tl: Timeline) -> list[Round]:
+        return rounds(tl.of(workload))
+
+    found = seen(
+        sc.wait_until(
+            f"a first nomination of {workload}", lambda tl: bool(seen(tl)), FIRST_NOMINATION
+        )
+    )
+    while len(found) <= escalations:
+        last, number = found[-1], len(found)
+        tried = {c for r in found for c in r.added}
+        if set(sc.order) <= tried:
+            break
+        timeout = b.round_timeout_for(last.added)
+        if timeout is None:  # a cluster that never times out: no escalation comes due
+            break
+        due = last.t + timeout + b.escalation_slack
+        what = (
+            f"escalation {number} of {escalations} after round {number} "
+            f"({joined(last.added)}), due {timeout + b.escalation_slack:g}s after it started"
+        )
+        wait = due + RECORDING_ROOM - sc.ctx.recorder.now()
+        found = seen(sc.wait_until(what, _more_than(seen, number), timeout=max(wait, 0.1)))
+    added = list(found[-1].added)
+    for cluster in added:
+        if cluster in sc.members:
+            sc.set_capacity(sc.members[cluster], 1)
+    return added
+
+
+def _more_than(seen: Callable[[Timeline], list[Round]], count: int) -> Callable[[Timeline], bool]:
+    return lambda tl: len(seen(tl)) > count
