@@ -496,7 +496,8 @@ def unanswered(host: str, path: str) -> urllib3.exceptions.MaxRetryError:
     host_port = (url.host or "127.0.0.1", url.port or 443)
     pool = urllib3.HTTPSConnectionPool(*host_port)
     refused = urllib3.exceptions.NewConnectionError(
-        urllib3.connection.HTTPSConnection(*host_port), "Failed to establish a new connection: [Errno 111] Connection refused"
+        urllib3.connection.HTTPSConnection(*host_port),
+        "Failed to establish a new connection: [Errno 111] Connection refused",
     )
     return urllib3.exceptions.MaxRetryError(pool, path, refused)
 
