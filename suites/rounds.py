@@ -11,7 +11,6 @@ clusters and the time budget allow.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import pytest
@@ -19,36 +18,20 @@ import pytest
 from harness.recording.timeline import Timeline
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import current
-from suites.checks import Bounds
 from suites.checks.queries import Round, rounds
 from suites.checks.verdict import joined
-from suites.judge import PLACEMENT_ROOM, RECORDING_ROOM, bounds, record_skipped
-
-MOST_ESCALATIONS = 3  # judged one by one: the 2nd or 3rd late fails as the 1st would
-SLOW_LIMIT = 150.0  # seconds an extended scenario may take outside the full run
-FIRST_NOMINATION = 30.0  # seconds from submission (others scenarios wait as long)
-
-
-def escalations_possible(step: int | None, clusters: int) -> int:
-    """Escalations a config of `clusters` holds at a claimed step: its batches less one
-    (a step of "all", None: none)."""
-    return 0 if step is None else max(0, math.ceil(clusters / step) - 1)
-
-
-def round_seconds(b: Bounds) -> float:
-    """What one escalation may take: the claimed round and its slack."""
-    return (b.round_timeout or 0.0) + b.escalation_slack
-
-
-def escalations_within(b: Bounds, clusters: int, limit: float | None = SLOW_LIMIT) -> int:
-    """How many escalations a scenario takes the dispatcher through: all the config holds,
-    at most MOST_ESCALATIONS, and (``limit`` not None: outside the full run) no more than
-    fit in ``limit`` seconds beside the wait a placement may need."""
-    possible = min(MOST_ESCALATIONS, escalations_possible(b.step_size, clusters))
-    if limit is None or not b.round_timeout:
-        return possible
-    fit = int((limit - b.placement_slack - PLACEMENT_ROOM) // round_seconds(b))
-    return min(possible, max(fit, 0))
+from suites.judge import (
+    FIRST_NOMINATION,
+    MOST_ESCALATIONS,
+    PLACEMENT_ROOM,
+    RECORDING_ROOM,
+    SLOW_LIMIT,
+    bounds,
+    escalations_possible,
+    escalations_within,
+    record_skipped,
+    round_seconds,
+)
 
 
 def escalation_workers(sc: Scenario) -> list[str]:

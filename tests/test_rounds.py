@@ -12,7 +12,7 @@ import pytest
 
 from harness.recording.timeline import Timeline
 from harness.scenarios.scenario import Scenario
-from suites import rounds
+from suites import judge, rounds
 from suites.checks import Bounds
 from tests.test_scenario_workers import make
 from tests.timelines import WL, Story
@@ -37,7 +37,7 @@ def test_as_many_escalations_as_the_claims_the_config_and_the_budget_allow(
     claims: dict[str, Any], clusters: int, limit: float | None, count: int
 ) -> None:
     b = Bounds.derive(claims, [f"c{i}" for i in range(clusters)])
-    assert rounds.escalations_within(b, clusters, limit) == count
+    assert judge.escalations_within(b, clusters, limit) == count
 
 
 class Clock:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.judge import PLACEMENT_ROOM, bounds, conforms, skip_if_slow
+from suites.judge import PLACEMENT_ROOM, bounds, conforms, override_timeouts, skip_if_slow
 from suites.rounds import escalation_workers, escalations_or_skip, through_rounds
 
 
@@ -31,7 +31,7 @@ def test_per_cluster_timeout(scenario):
     comes first; no worker has room until the first escalation."""
     workers = scenario.config_order(scenario.workers(3))
     b = bounds(scenario)
-    seconds = [(b.round_timeout or 10) * (2 + i / 2) for i in range(len(workers))]
+    seconds = override_timeouts(b.round_timeout, len(workers))
     longest = max(seconds) + b.escalation_slack + b.placement_slack + PLACEMENT_ROOM
     scenario.with_workers(
         workers, timeouts={w: f"{s:g}s" for w, s in zip(workers, seconds, strict=True)}
