@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
-
 from harness.recording.timeline import Timeline
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import current
@@ -29,8 +27,8 @@ from suites.judge import (
     bounds,
     escalations_possible,
     escalations_within,
-    record_skipped,
     round_seconds,
+    skip_if_slow,
 )
 
 
@@ -45,16 +43,12 @@ def escalation_workers(sc: Scenario) -> list[str]:
 
 def escalations_or_skip(sc: Scenario) -> int:
     """``escalations_within`` this scenario's config; a run that is not full and fits none
-    (5-minute rounds) skips the scenario, as ``skip_if_slow`` does, saying what it needs."""
+    (5-minute rounds) skips the scenario (``skip_if_slow``), saying what one needs."""
     b = bounds(sc)
     full = current().full
     count = escalations_within(b, len(sc.order), None if full else SLOW_LIMIT)
     if count == 0 and escalations_possible(b.step_size, len(sc.order)) > 0:
-        need = round_seconds(b) + b.placement_slack + PLACEMENT_ROOM
-        record_skipped(
-            current(), list(sc.checks), f"needs {need:.0f}s: runs in the full run (--full)"
-        )
-        pytest.skip(f"needs {need:.0f}s of the claimed timing: full run only")
+        skip_if_slow(sc, round_seconds(b) + b.placement_slack + PLACEMENT_ROOM)
     return count
 
 

@@ -4,8 +4,10 @@ clusters get it; an escalation that does not come by its due time ends the wait.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from harness.recording.timeline import Timeline
 from harness.scenarios.scenario import Scenario
 from suites import judge, rounds
 from suites.checks import Bounds
+from tests.sessions import use_session
 from tests.test_scenario_workers import make
 from tests.timelines import WL, Story
 
@@ -123,3 +126,22 @@ def test_an_escalation_that_does_not_come_ends_the_wait_at_its_due_time(
     # due: the round's start + 10 s + the 3 s escalation slack, seen within RECORDING_ROOM
     started = max(r.t for r in rounds.rounds(story.timeline()))
     assert clock.now == pytest.approx(started + 13 + rounds.RECORDING_ROOM)
+
+
+def test_five_minute_rounds_wait_for_the_full_run_and_ten_second_ones_get_three(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = use_session(tmp_path, monkeypatch) / "results"
+    sc = make("reference", names=["a", "b", "c", "d"])
+    sc.order, sc.checks = ["a", "b", "c", "d"], ["EXT-05", "EXT-06"]
+    assert rounds.escalations_or_skip(sc) == 3
+    slow = make("incremental", names=["a", "b", "c", "d"])
+    slow.order, slow.checks = list(sc.order), ["EXT-05", "EXT-06"]
+    with pytest.raises(pytest.skip.Exception, match="full run only"):
+        rounds.escalations_or_skip(slow)
+    records = [json.loads(p.read_text()) for p in results.iterdir()]
+    assert {(r["check"], r["result"]) for r in records} == {
+        ("EXT-05", "skipped"),
+        ("EXT-06", "skipped"),
+    }
+    assert all("needs 378s: runs in the full run (--full)" in r["message"] for r in records)
