@@ -154,6 +154,9 @@ ROUND_CORE = frozenset({"CORE-04", "CORE-07"})
 # (``harness.scenarios.turns``): Kueue and the namespace controller finish a cleanup in a
 # few seconds; at worst the wait's bound, turns.CLEAN_TURN
 CLEAN_TURN_EXPECTED = 10.0
+# EXT-05/EXT-06's and EXT-08's set-up, judging and clean-up: they wait no placement (the
+# reference's took 1 to 2 s besides their rounds, on 1+4 workers)
+ROUNDS_BASE = 5.0
 MULTI_ROUND = frozenset({"EXT-05", "EXT-06"})  # suites.rounds: up to MOST_ESCALATIONS
 OVERRIDDEN_ROUND = "EXT-08"  # one round of override_timeouts
 
@@ -172,7 +175,8 @@ def scenario_timing(
     these claims before any has run, and the longest it waits for a dispatcher that misses
     its deadlines, for the estimate of the time left.
 
-    Expected: its base plus the claimed rounds it waits: one where it escalates once; two
+    Expected: its base (SCENARIO_BASE; ROUNDS_BASE for the scenarios that wait no
+    placement) plus the claimed rounds it waits: one where it escalates once; two
     for one that runs alone (its restart comes late in a round and is judged over the
     next); EXT-05/EXT-06's as many as ``escalations_within`` the config of `workers`
     (default: the fewest its claims run on) in this run (``full`` or not); EXT-08's first
@@ -187,6 +191,7 @@ def scenario_timing(
     decided = set(checks)
     timeout = b.round_timeout or 0.0
     first = FIRST_NOMINATION + RECORDING_ROOM
+    base = ROUNDS_BASE
     if decided & MULTI_ROUND:
         escalations = escalations_within(b, count, None if full else SLOW_LIMIT)
         expected = escalations * timeout
@@ -196,11 +201,12 @@ def scenario_timing(
         expected = overrides[0]
         bound = first + max(overrides) + b.escalation_slack + RECORDING_ROOM
     else:
+        base = SCENARIO_BASE
         waits = any(c in ROUND_CORE or CATALOGUE[c].feature in ROUND_FEATURES for c in decided)
         expected = (2 if exclusive else 1) * timeout if waits else 0.0
         bound = max(b.placement_bound() + PLACEMENT_ROOM + b.placement_slack, expected)
     turn, turn_bound = (CLEAN_TURN_EXPECTED, turns.CLEAN_TURN) if takes_turns else (0.0, 0.0)
-    return SCENARIO_BASE + expected + turn, SCENARIO_BASE + bound + turn_bound
+    return base + expected + turn, base + bound + turn_bound
 
 
 def claimed_order(sc: Scenario, workers: list[str]) -> list[str]:

@@ -492,7 +492,7 @@ def test_the_priors_count_every_escalation_the_multi_round_scenario_waits() -> N
     the time budget allows; it waits no placement, so its bound is each escalation's due
     time. EXT-08's waits its first overridden round (twice the claimed one)."""
     claims = load_profile("reference").claims  # stepSize 1, 10 s rounds
-    base = judge.SCENARIO_BASE
+    base = judge.ROUNDS_BASE  # they wait no placement
     first = judge.FIRST_NOMINATION + judge.RECORDING_ROOM
     each = 10 + 3 + judge.RECORDING_ROOM  # the round, escalation_slack, the recorder's room
     assert judge.scenario_timing(claims, {}, ["EXT-05", "EXT-06"], False, workers=4) == (
