@@ -8,6 +8,7 @@ result file per check for the report, and fails the test with every violation.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -20,7 +21,7 @@ from harness.cluster.multikueue import API
 from harness.profile import Claims
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.results import ScenarioResult
-from harness.scenarios import progress
+from harness.scenarios import progress, turns
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Result, Session, current
 from suites.actions import describe, exits_said
@@ -66,12 +67,12 @@ def needed_placement_timeout(sc: Scenario, cluster: str | None = None) -> float:
     return placement_timeout(sc, cluster) + bounds(sc).placement_slack
 
 
-def skip_if_slow(sc: Scenario, seconds: float, limit: float = 150.0) -> None:
+def skip_if_slow(sc: Scenario, seconds: float, limit: float | None = None) -> None:
     """Extended scenarios whose claimed timing needs longer than `limit` run only in the
     full run. A core check always runs: its scenario takes its timing from the claims."""
     if any(CATALOGUE[c].feature is None for c in sc.checks):
         return
-    if seconds > limit and not current().full:
+    if seconds > (SLOW_LIMIT if limit is None else limit) and not current().full:
         record_skipped(
             current(), list(sc.checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
         )
@@ -104,6 +105,41 @@ def fewest_workers(claims: Claims) -> int:
     return max(MOST_WORKERS_BY_NUMBER, escalation_workers(step))
 
 
+MOST_ESCALATIONS = 3  # judged one by one: the 2nd or 3rd late fails as the 1st would
+SLOW_LIMIT = 150.0  # seconds an extended scenario may take outside the full run
+FIRST_NOMINATION = 30.0  # seconds from submission (other scenarios wait as long)
+
+
+def escalations_possible(step: int | None, clusters: int) -> int:
+    """Escalations a config of `clusters` holds at a claimed step: its batches less one
+    (a step of "all", None: none)."""
+    return 0 if step is None else max(0, math.ceil(clusters / step) - 1)
+
+
+def round_seconds(b: Bounds) -> float:
+    """What one escalation may take: the claimed round and its slack."""
+    return (b.round_timeout or 0.0) + b.escalation_slack
+
+
+def escalations_within(b: Bounds, clusters: int, limit: float | None = SLOW_LIMIT) -> int:
+    """How many escalations a scenario takes the dispatcher through: all the config holds,
+    at most MOST_ESCALATIONS, and (``limit`` not None: outside the full run) no more than
+    fit in ``limit`` seconds beside the wait a placement may need."""
+    possible = min(MOST_ESCALATIONS, escalations_possible(b.step_size, clusters))
+    if limit is None or not b.round_timeout:
+        return possible
+    fit = int((limit - b.placement_slack - PLACEMENT_ROOM) // round_seconds(b))
+    return min(possible, max(fit, 0))
+
+
+def override_timeouts(round_timeout: float | None, clusters: int) -> list[float]:
+    """EXT-08's per-cluster round timeouts, one per cluster of its config, each its own:
+    twice the claimed round and half a round more for each next cluster (10 s rounds: 20,
+    25, 30 s), so the first round is overridden whichever cluster comes first."""
+    base = round_timeout or 10.0
+    return [base * (2 + i / 2) for i in range(clusters)]
+
+
 # a scenario's set-up, first placement and clean-up, waiting no round (most take 30-90 s)
 SCENARIO_BASE = 45.0
 # scenarios that wait a claimed round: they escalate (CORE-04 and CORE-07 once, to the
@@ -114,22 +150,64 @@ ROUND_FEATURES = frozenset(
 ROUND_CORE = frozenset({"CORE-04", "CORE-07"})
 
 
+# the wait for the earlier scenarios' leftovers to go where scenarios take turns
+# (``harness.scenarios.turns``): Kueue and the namespace controller finish a cleanup in a
+# few seconds (the reference in clusterScope shared on 1+4: 6.5 and 7.3 s); at worst the
+# wait's bound, turns.CLEAN_TURN
+CLEAN_TURN_EXPECTED = 7.0
+# EXT-05/EXT-06's and EXT-08's set-up, judging and clean-up: they wait no placement (the
+# reference's took 1 to 2 s besides their rounds, on 1+4 workers)
+ROUNDS_BASE = 5.0
+MULTI_ROUND = frozenset({"EXT-05", "EXT-06"})  # suites.rounds: up to MOST_ESCALATIONS
+OVERRIDDEN_ROUND = "EXT-08"  # one round of override_timeouts
+
+
 def scenario_timing(
-    claims: Claims, slacks: Mapping[str, str], checks: Iterable[str], exclusive: bool
+    claims: Claims,
+    slacks: Mapping[str, str],
+    checks: Iterable[str],
+    exclusive: bool,
+    *,
+    workers: int | None = None,
+    takes_turns: bool = False,
+    full: bool = False,
 ) -> tuple[float, float]:
     """(expected, bound): seconds a scenario deciding `checks` is expected to take for
     these claims before any has run, and the longest it waits for a dispatcher that misses
-    its deadlines, for the estimate of the time left. Expected: its base plus the claimed
-    rounds it waits (one where it escalates; two for one that runs alone: its restart
-    comes late in a round and is judged over the next). Bound: its base plus a needed
-    placement's wait on the fewest workers' config, the claims reaching its last cluster
-    (``needed_placement_timeout``), where a scenario whose dispatcher never places ends."""
-    config = [f"c{i}" for i in range(fewest_workers(claims))]
-    b = Bounds.derive(claims.to_dict(), config, dict(slacks))
-    waits = any(c in ROUND_CORE or CATALOGUE[c].feature in ROUND_FEATURES for c in checks)
-    rounds = (2 if exclusive else 1) * (b.round_timeout or 0.0) if waits else 0.0
-    wait = b.placement_bound() + PLACEMENT_ROOM + b.placement_slack
-    return SCENARIO_BASE + rounds, SCENARIO_BASE + max(wait, rounds)
+    its deadlines, for the estimate of the time left.
+
+    Expected: its base (SCENARIO_BASE; ROUNDS_BASE for the scenarios that wait no
+    placement) plus the claimed rounds it waits: one where it escalates once; two
+    for one that runs alone (its restart comes late in a round and is judged over the
+    next); EXT-05/EXT-06's as many as ``escalations_within`` the config of `workers`
+    (default: the fewest its claims run on) in this run (``full`` or not); EXT-08's first
+    overridden round. Bound: its base plus a needed placement's wait on that config, the
+    claims reaching its last cluster (``needed_placement_timeout``), where a scenario whose
+    dispatcher never places ends; EXT-05/EXT-06's and EXT-08's wait no placement but each
+    escalation to its due time and RECORDING_ROOM. Where scenarios take turns
+    (``takes_turns``), each first waits for a clean turn: CLEAN_TURN_EXPECTED, at worst
+    turns.CLEAN_TURN."""
+    count = workers or fewest_workers(claims)
+    b = Bounds.derive(claims.to_dict(), [f"c{i}" for i in range(count)], dict(slacks))
+    decided = set(checks)
+    timeout = b.round_timeout or 0.0
+    first = FIRST_NOMINATION + RECORDING_ROOM
+    base = ROUNDS_BASE
+    if decided & MULTI_ROUND:
+        escalations = escalations_within(b, count, None if full else SLOW_LIMIT)
+        expected = escalations * timeout
+        bound = first + escalations * (round_seconds(b) + RECORDING_ROOM)
+    elif OVERRIDDEN_ROUND in decided:
+        overrides = override_timeouts(b.round_timeout, max(count, MOST_WORKERS_BY_NUMBER))
+        expected = overrides[0]
+        bound = first + max(overrides) + b.escalation_slack + RECORDING_ROOM
+    else:
+        base = SCENARIO_BASE
+        waits = any(c in ROUND_CORE or CATALOGUE[c].feature in ROUND_FEATURES for c in decided)
+        expected = (2 if exclusive else 1) * timeout if waits else 0.0
+        bound = max(b.placement_bound() + PLACEMENT_ROOM + b.placement_slack, expected)
+    turn, turn_bound = (CLEAN_TURN_EXPECTED, turns.CLEAN_TURN) if takes_turns else (0.0, 0.0)
+    return base + expected + turn, base + bound + turn_bound
 
 
 def claimed_order(sc: Scenario, workers: list[str]) -> list[str]:

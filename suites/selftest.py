@@ -67,6 +67,9 @@ class Expectation:
     profile: str = ""
     # checks whose scenario must not start, undecided naming what an earlier one left
     left_behind: tuple[str, ...] = ()
+    # its replica exits by itself mid-run: the report lists the exit (dispatcherExits) and
+    # each kill's message carries it (EXITED_NOTE), not a guess at what the timeline lacked
+    exits: bool = False
 
     @property
     def profile_name(self) -> str:
@@ -81,9 +84,11 @@ class Expectation:
         return tuple(dict.fromkeys((*self.kills, *self.controls, *self.left_behind)))
 
 
-def _e(fault: str, kills: Sequence[str], *controls: str) -> tuple[str, Expectation]:
+def _e(
+    fault: str, kills: Sequence[str], *controls: str, exits: bool = False
+) -> tuple[str, Expectation]:
     others = tuple(c for c in dict.fromkeys((*ANY, *controls)) if c not in kills)
-    return fault, Expectation(fault, tuple(kills), others)
+    return fault, Expectation(fault, tuple(kills), others, exits=exits)
 
 
 # fault -> the checks it must fail (and the scenario checks run beside them, which must pass).
@@ -117,8 +122,12 @@ EXPECTED: dict[str, Expectation] = dict(
             "leaves-workloads",
             Expectation("leaves-workloads", (), (*ANY, "CORE-03"), left_behind=("CORE-04",)),
         ),
+        # dies at its first escalation, CORE-04's (CORE-03's scenario, beside it, needs none
+        # and passes): the exit is said at once and CORE-04's failure carries it
+        _e("dies-uncaught", ["CORE-04"], "CORE-03", exits=True),
     ]
 )
+EXITED_NOTE = "the dispatcher had exited: "  # what suites.judge adds to a later message
 
 
 # --------------------------------------------------------------------------- judging
@@ -130,6 +139,7 @@ class Outcome:
 
     expectation: Expectation
     results: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (result, msg)
+    exits: list[dict[str, Any]] = field(default_factory=list)  # report's dispatcherExits
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     error: str = ""  # the run itself failed (exit 2, no report)
@@ -154,11 +164,22 @@ def read_report(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def judge(
-    exp: Expectation, results: Mapping[str, tuple[str, str]], names: Mapping[str, str]
+    exp: Expectation,
+    results: Mapping[str, tuple[str, str]],
+    names: Mapping[str, str],
+    exits: Sequence[Mapping[str, Any]] = (),
 ) -> list[str]:
     """Why the results break the expectation: a kill that did not fail (a hole, or no
-    scenario decided it), a failure without a message, any other check that failed."""
+    scenario decided it), a failure without a message, any other check that failed; for
+    a dispatcher that exits by itself, no exit in the report (``exits``: its
+    dispatcherExits) or a kill whose message does not carry it."""
     problems = []
+    if exp.exits and not exits:
+        problems.append("its replica's exit is not in the report (dispatcherExits)")
+    for cid in exp.kills if exp.exits else ():
+        result, message = results.get(cid, ("absent", ""))
+        if result == Result.FAILED and EXITED_NOTE not in message:
+            problems.append(f"{cid} failed without saying the dispatcher had exited: {message}")
     for cid in exp.kills:
         result, message = results.get(cid, ("absent", "no scenario decided it"))
         if result == Result.PASSED:
@@ -287,7 +308,8 @@ def outcome_of(
         outcome.error = f"not judged: {doc['error']}"
         return outcome
     outcome.results = read_report(report)
-    outcome.problems = judge(exp, outcome.results, names)
+    outcome.exits = list(doc.get("dispatcherExits") or [])
+    outcome.problems = judge(exp, outcome.results, names, outcome.exits)
     return outcome
 
 
@@ -504,7 +526,10 @@ def faulty_profile(fault: str) -> str:
                               *command[at + 1 :]]  # fmt: skip
     if f.shared:
         spec["environment"] = {**spec.get("environment", {}), "clusterScope": "shared"}
-    explained = f.controller.__doc__ is not None and (f.replicas > 1 or f.shared)
+    # the controller says the fault where it is the fault (the planner is the reference's)
+    explained = f.controller.__doc__ is not None and (
+        f.replicas > 1 or f.shared or f.planner.__doc__ is None
+    )
     source = f.controller if explained else f.planner
     why = " ".join((source.__doc__ or f.breaks).split())
     exp = EXPECTED[fault]

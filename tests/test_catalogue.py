@@ -113,7 +113,8 @@ def test_deciders_read_the_scenarios() -> None:
     escalation = Decider(
         "test_escalation",
         "test_timeout_escalation",
-        "The first batch has no capacity; a later worker has: it is reached after one round.",
+        "No worker has room until three escalations came (fewer where the config, step or "
+        "time budget allow fewer); each escalation is judged on its own.",
     )
     assert found["EXT-05"] == found["EXT-06"] == [escalation]
     assert [d.module for d in found["CORE-09"]] == ["test_core_burst"]

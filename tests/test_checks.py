@@ -465,6 +465,36 @@ CASES = [
     ),
     fail("EXT-05", "never-nominated", Story().created(0).mark(60), "never nominated"),
     unclear("EXT-05", "placed-first-round", escalating((0.5, "w1"), place=(3, "w1"))),
+    # every round is judged, not the first alone: three escalations on time pass ...
+    Case(
+        "EXT-05",
+        "three-on-time",
+        escalating((0.5, "w1"), (10.6, "w2"), (20.9, "w3"), (31.0, "w4")).mark(35),
+    ),
+    # ... and the 2nd or the 3rd late fails while the 1st was on time
+    fail(
+        "EXT-05",
+        "second-late",
+        escalating((0.5, "w1"), (10.6, "w2"), (26.0, "w3"), (36.0, "w4")).mark(40),
+        "escalation 2 late",
+        "round 2 (w2) of t=10.6s",
+        "due by t=23.6s",
+    ),
+    fail(
+        "EXT-05",
+        "third-late",
+        escalating((0.5, "w1"), (10.6, "w2"), (20.8, "w3"), (40.0, "w4")).mark(45),
+        "escalation 3 late",
+        "round 3 (w3) of t=20.8s",
+    ),
+    fail(
+        "EXT-05",
+        "third-never",
+        escalating((0.5, "w1"), (10.6, "w2"), (20.8, "w3")).mark(60),
+        "never escalated after round 3 (w3)",
+        "escalation 3 was due by t=33.8s",
+        "untried: w4",
+    ),
     # EXT-06
     Case(
         "EXT-06",
@@ -484,9 +514,31 @@ CASES = [
         "written-early",
         watched((0.5, 0.6, "w1"), (8.0, 8.1, "w2")),
         "t=8.0s",
-        "7.5s into round w1 of t=0.5s",
+        "escalation 1 early",
+        "7.5s into round 1 (w1) of t=0.5s",
     ),
     unclear("EXT-06", "single-round", escalating((0.5, "w1"), place=(3, "w1"))),
+    Case(
+        "EXT-06",
+        "three-waited",
+        escalating((0.5, "w1"), (10.0, "w2"), (19.6, "w3"), (29.8, "w4")).mark(35),
+    ),
+    fail(
+        "EXT-06",
+        "second-early",
+        escalating((0.5, "w1"), (10.6, "w2"), (13.0, "w3"), (23.0, "w4")),
+        "escalation 2 early",
+        "w3 nominated at t=13.0s",
+        "2.4s into round 2 (w2) of t=10.6s",
+    ),
+    fail(
+        "EXT-06",
+        "third-early",
+        escalating((0.5, "w1"), (10.6, "w2"), (20.7, "w3"), (25.0, "w4")),
+        "escalation 3 early",
+        "round 3 (w3) of t=20.7s",
+        "not before t=29.7s",
+    ),
     # EXT-07 (config order w3, w1, w4, w2)
     Case("EXT-07", "config", escalating((0.5, "w3"), (10.5, "w1"), (20.5, "w4")), SHUFFLED),
     Case(
@@ -1060,3 +1112,24 @@ def test_ext13_says_no_guess_when_the_dispatcher_is_known_to_have_exited() -> No
     verdict = CATALOGUE["EXT-13"].evaluate(story.timeline(), lost.bounds)
     assert not verdict.passed and "first nomination none, due by t=43.0s" in verdict.message
     assert "re-established" not in verdict.message
+
+
+@pytest.mark.parametrize(
+    ("story", "says"),
+    [
+        (
+            escalating((0.5, "w1"), place=(3, "w1")),
+            "placed on w1 at t=3.0s, within round 1 (w1) of t=0.5s (timeout 10s): a nominee",
+        ),
+        (escalating((0.5, "w1")).mark(5), "observation ended at t=5.0s, before round 1"),
+        (
+            Story().created(0).nominate(0.5, "w1", "w2", "w3", "w4").mark(60),
+            "1 round(s) nominated every configured cluster (w1,w2,w3,w4)",
+        ),
+    ],
+)
+def test_no_escalation_due_says_what_ended_the_round_first(story: Story, says: str) -> None:
+    """A claimed Escalation left undecided says why, in words a vendor can act on."""
+    for check in ("EXT-05", "EXT-06"):
+        verdict = run_check(CATALOGUE[check], story.timeline(), B)
+        assert verdict.inconclusive and says in verdict.message, verdict.message

@@ -412,3 +412,35 @@ def test_leaves_workloads_adds_a_finalizer_of_its_own_once_keeping_others() -> N
     ref = KeepingKube(wl)
     _controller(None, ref).reconcile("ns/job-a")
     assert ref.wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+
+
+def test_dies_uncaught_writes_its_first_nomination_then_dies_at_its_first_escalation(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """Its first write goes through; its first escalation meets an unanswered apiserver and
+    the process ends as an uncaught exception ends Python: traceback, exit code 1."""
+    from types import SimpleNamespace
+
+    from dispatchers.faulty.faults import DiesUncaught
+
+    kube: Any = RefusingKube(workload())
+    kube.api = SimpleNamespace(configuration=SimpleNamespace(host="https://127.0.0.1:6443"))
+    clock, codes = [NOW], list[int]()
+    ctl = DiesUncaught(
+        S, kube, Metrics(), None, threading.Event(), lambda: clock[0], die=codes.append
+    )
+    for plural, objs in snapshot().items():
+        ctl.informers[plural].cache = copy.deepcopy(objs)
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    ctl.reconcile("ns/job-a")
+    assert kube.written == [["w1"]] and codes == []
+    ctl.informers["workloads"].cache["ns/job-a"] = copy.deepcopy(kube.wl)
+    ctl.own_writes.clear()
+    clock[0] = NOW + S.round_timeout + 1  # the round is over: escalate
+    with pytest.raises(Exception, match="Max retries exceeded") as raised:
+        ctl.reconcile("ns/job-a")
+    assert type(raised.value).__name__ == "MaxRetryError" and codes == [1]
+    assert kube.written == [["w1"]]  # the escalation never reached the apiserver
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='127.0.0.1'")
+    assert FAULTS["dies-uncaught"].controller is DiesUncaught

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness.profile import load_profile
-from harness.scenarios import progress
+from harness.scenarios import progress, turns
 from harness.scenarios.progress import Follower, Progress, Reporter, human
 from suites import judge
 from tests.sessions import use_session
@@ -485,3 +485,33 @@ def test_the_suites_priors_count_the_claimed_rounds() -> None:
     assert bound == judge.SCENARIO_BASE + 60 + 60 + judge.PLACEMENT_ROOM + 60
     never = replace(claims, round_timeout=None)
     assert judge.scenario_timing(never, {}, ["EXT-13"], True)[0] == judge.SCENARIO_BASE
+
+
+def test_the_priors_count_every_escalation_the_multi_round_scenario_waits() -> None:
+    """EXT-05/EXT-06's scenario waits up to three rounds, as many as the config holds and
+    the time budget allows; it waits no placement, so its bound is each escalation's due
+    time. EXT-08's waits its first overridden round (twice the claimed one)."""
+    claims = load_profile("reference").claims  # stepSize 1, 10 s rounds
+    base = judge.ROUNDS_BASE  # they wait no placement
+    first = judge.FIRST_NOMINATION + judge.RECORDING_ROOM
+    each = 10 + 3 + judge.RECORDING_ROOM  # the round, escalation_slack, the recorder's room
+    assert judge.scenario_timing(claims, {}, ["EXT-05", "EXT-06"], False, workers=4) == (
+        base + 30,
+        base + first + 3 * each,
+    )
+    assert judge.scenario_timing(claims, {}, ["EXT-05"], False, workers=3)[0] == base + 20
+    assert judge.scenario_timing(claims, {}, ["EXT-08"], False, workers=4)[0] == base + 20
+    # 5-minute rounds: none fit outside the full run (the scenario is skipped); all in it
+    slow = replace(claims, round_timeout=300.0)
+    assert judge.scenario_timing(slow, {}, ["EXT-05"], False, workers=4)[0] == base
+    assert judge.scenario_timing(slow, {}, ["EXT-05"], False, workers=4, full=True)[0] == (
+        base + 900
+    )
+
+
+def test_the_priors_count_the_clean_turn_of_scenarios_taking_turns() -> None:
+    claims = load_profile("reference").claims
+    alone = judge.scenario_timing(claims, {}, ["CORE-03"], False)
+    turn = judge.scenario_timing(claims, {}, ["CORE-03"], False, takes_turns=True)
+    assert turn[0] - alone[0] == judge.CLEAN_TURN_EXPECTED
+    assert turn[1] - alone[1] == turns.CLEAN_TURN

@@ -72,6 +72,32 @@ def test_judge_wants_a_left_behind_check_undecided_naming_the_leftover() -> None
     assert judge(e, {"CORE-03": ("passed", "")}, NAMES) != []
 
 
+def test_judge_wants_an_exit_in_the_report_and_carried_by_each_kill() -> None:
+    e = EXPECTED["dies-uncaught"]
+    assert e.exits and e.kills == ("CORE-04",)
+    exited = [{"process": "dispatcher-0", "code": 1, "cause": "urllib3...MaxRetryError: ..."}]
+    said = (
+        "scenario did not complete: timed out (the dispatcher had exited: dispatcher-0 "
+        "exited with code 1 at t=9.8s: urllib3.exceptions.MaxRetryError: ...)"
+    )
+    good = {"CORE-03": ("passed", ""), "CORE-04": ("failed", said)}
+    assert judge(e, good, NAMES, exited) == []
+    (problem,) = judge(e, good, NAMES, [])
+    assert "not in the report (dispatcherExits)" in problem
+    guessed = {**good, "CORE-04": ("failed", "scenario did not complete: timed out")}
+    (problem,) = judge(e, guessed, NAMES, exited)
+    assert problem.startswith("CORE-04 failed without saying the dispatcher had exited")
+    # a fault that does not exit is not asked for one
+    assert (
+        judge(
+            EXPECTED["never-escalates"],
+            {"CORE-04": ("failed", "x"), "EXT-05": ("failed", "y")},
+            NAMES,
+        )
+        == []
+    )
+
+
 def test_judge_accepts_exactly_the_expected_kills() -> None:
     e = Expectation("f", ("CORE-01",), ("CORE-02", "CORE-03"))
     good = {"CORE-01": ("failed", "w9 nominated"), "CORE-02": ("passed", "")}

@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import urllib3
 from kubernetes.client.rest import ApiException
 
 from dispatchers.reference import model, writes
-from dispatchers.reference.controller import Controller, Plan, Snapshot, plan
+from dispatchers.reference.controller import Controller, Plan, Snapshot, adds_copies, plan
 from dispatchers.reference.kube import Forbidden, Informer
 from dispatchers.reference.policy import MAX_NOMINEES, Decision, DispatchState, StateError
 from dispatchers.reference.settings import MAX_STEP, Settings, parse_duration
@@ -485,6 +489,49 @@ class LeavesWorkloads(Controller):
         return requeue
 
 
+def unanswered(host: str, path: str) -> urllib3.exceptions.MaxRetryError:
+    """What urllib3 raises when the apiserver at ``host`` does not answer a request for
+    ``path`` (made, never sent: nothing connects)."""
+    url = urllib3.util.parse_url(host)
+    host_port = (url.host or "127.0.0.1", url.port or 443)
+    pool = urllib3.HTTPSConnectionPool(*host_port)
+    refused = urllib3.exceptions.NewConnectionError(
+        urllib3.connection.HTTPSConnection(*host_port),
+        "Failed to establish a new connection: [Errno 111] Connection refused",
+    )
+    return urllib3.exceptions.MaxRetryError(pool, path, refused)
+
+
+class DiesUncaught(Controller):
+    """Its loop catches only ApiException, as a Python dispatcher's may: at its first
+    escalation (its first writes went through) the apiserver does not answer, urllib3's
+    MaxRetryError escapes, and the process ends as an uncaught exception ends Python:
+    its traceback, exit code 1. The replica's exit must be said at once, and every check
+    decided after it must carry the exit in its message."""
+
+    def __init__(self, *args: Any, die: Callable[[int], None] = os._exit, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.die = die
+
+    def _write(
+        self, p: Plan, d: Any, workload: Mapping[str, Any], before: list[str], *args: Any
+    ) -> float | None:
+        if before and adds_copies(before, d.nominees):
+            meta = workload["metadata"]
+            path = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{meta['namespace']}/workloads/"
+            raise unanswered(str(self.kube.api.configuration.host), path + meta["name"])
+        return super()._write(p, d, workload, before, *args)
+
+    def reconcile(self, key: str) -> float | None:
+        try:
+            return super().reconcile(key)
+        except urllib3.exceptions.MaxRetryError:
+            traceback.print_exc()  # what the interpreter prints for an uncaught exception
+            sys.stderr.flush()
+            self.die(1)
+            raise
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -534,5 +581,7 @@ FAULTS: dict[str, Fault] = {
               controller=DropsRefusedWrites),
         Fault("leaves-workloads", "keeps every workload it nominates with a finalizer",
               controller=LeavesWorkloads, shared=True),
+        Fault("dies-uncaught", "dies on an uncaught exception at its first escalation",
+              controller=DiesUncaught),
     )
 }  # fmt: skip

@@ -8,24 +8,60 @@ from harness.recording.timeline import Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
     RoundReview,
+    configured,
     created_at,
     end_of,
     first_placement,
     review_rounds,
+    round_label,
     rounds,
 )
 from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
 
 
-def _escalation_verdict(reviews: list[RoundReview], attr: str, none_due: str) -> Verdict:
+def _escalation_verdict(
+    tl: Timeline, b: Bounds, reviews: list[RoundReview], attr: str, none_due: str
+) -> Verdict:
+    """Every round judged, each escalation on its own: the 3rd late fails the check
+    however well the first two went. The gaps of all of them are measured."""
     problems = [getattr(r, attr) for r in reviews if getattr(r, attr)]
     gaps = [round(r.next_t - r.round.t, 3) for r in reviews if r.next_t is not None]
-    measured = {"escalationGapsSeconds": gaps}
+    judged = sum(r.judged and r.timeout is not None for r in reviews)
+    measured = {"escalationGapsSeconds": gaps, "roundsJudged": judged}
     if problems:
         return Verdict.fail(problems, **measured)
-    if not any(r.judged for r in reviews):
-        return Verdict.unclear(none_due, **measured)
+    if not judged:
+        return Verdict.unclear(why_none_due(tl, b, reviews, none_due), **measured)
     return Verdict.ok(**measured)
+
+
+def why_none_due(tl: Timeline, b: Bounds, reviews: list[RoundReview], what: str) -> str:
+    """`what` (no escalation came due), and why, in words a vendor can act on: what
+    ended the first round before its timeout did."""
+    if not reviews:
+        return f"{what}: the workload was never nominated"
+    last = reviews[-1]
+    label = round_label(len(reviews) - 1, last.round)
+    if last.timeout is None:
+        return f"{what}: {label} has no timeout (a cluster of it never times out)"
+    deadline = last.round.t + last.timeout + b.escalation_slack
+    placed = first_placement(tl)
+    if placed is not None and placed.t <= deadline:
+        return (
+            f"{what}: the workload was placed on {placed.about_cluster} at {at(placed.t)}, "
+            f"within {label} (timeout {last.timeout:g}s): a nominee admitted it before "
+            "an escalation came due"
+        )
+    end = end_of(tl, b)
+    if end < deadline:
+        return (
+            f"{what}: observation ended at {at(end)}, before {label} was due to end "
+            f"({at(deadline)})"
+        )
+    return (
+        f"{what}: {len(reviews)} round(s) nominated every configured cluster "
+        f"({joined(configured(tl, b))}): nothing was left to escalate to"
+    )
 
 
 @check(
@@ -36,9 +72,11 @@ def _escalation_verdict(reviews: list[RoundReview], attr: str, none_due: str) ->
     "timeout + slack.",
 )
 def timeout_escalation(tl: Timeline, b: Bounds) -> Verdict:
-    """EXT-05: while unplaced, each round is followed by a new round within its timeout +
-    escalation_slack, unless every configured active cluster has been tried. Fails
-    when the workload is never nominated. Inconclusive when no escalation came due."""
+    """EXT-05: while unplaced, EACH round (the 2nd and 3rd as much as the 1st) is
+    followed by a new round within its timeout + escalation_slack, unless every
+    configured active cluster has been tried. Fails when the workload is never
+    nominated. Inconclusive when no escalation came due, saying what ended the round
+    first (a placement, the end of observation, no cluster left)."""
     if b.round_timeout is None and not b.cluster_timeouts:
         return Verdict.unclear("no roundTimeout claimed: nothing to escalate")
     if not rounds(tl):
@@ -47,7 +85,7 @@ def timeout_escalation(tl: Timeline, b: Bounds) -> Verdict:
             return not_judged(end, t0 + b.escalation_slack, "the first nomination")
         if first_placement(tl) is None:
             return Verdict.fail(f"never nominated (created {at(t0)}, observed to {at(end)})")
-    return _escalation_verdict(review_rounds(tl, b), "late", "no escalation came due")
+    return _escalation_verdict(tl, b, review_rounds(tl, b), "late", "no escalation came due")
 
 
 @check(
@@ -57,13 +95,14 @@ def timeout_escalation(tl: Timeline, b: Bounds) -> Verdict:
     summary="No escalation before the timeout while nominees are still pending.",
 )
 def no_premature_escalation(tl: Timeline, b: Bounds) -> Verdict:
-    """EXT-06: no round starts earlier than previous round start + its timeout -
-    early_tolerance, unless a nominee gave up meanwhile (copy evicted, ProvisioningRequest
-    Failed, cluster inactive)."""
+    """EXT-06: no round (the 2nd and 3rd as much as the 1st) starts earlier than the
+    previous round's start + its timeout - early_tolerance, unless a nominee gave up
+    meanwhile (copy evicted, ProvisioningRequest Failed, cluster inactive)."""
     reviews = review_rounds(tl, b)
     if not any(r.next_t is not None and r.timeout is not None for r in reviews):
-        return Verdict.unclear("no escalation observed", escalationGapsSeconds=[])
-    return _escalation_verdict(reviews, "early", "no escalation observed")
+        why = why_none_due(tl, b, reviews, "no escalation observed")
+        return Verdict.unclear(why, escalationGapsSeconds=[], roundsJudged=0)
+    return _escalation_verdict(tl, b, reviews, "early", "no escalation observed")
 
 
 @check(

@@ -277,7 +277,9 @@ class RoundReview:
 
 
 def review_rounds(tl: Timeline, b: Bounds) -> list[RoundReview]:
-    """Judge each round's escalation: not before timeout - tolerance, not after + slack.
+    """Judge each round's escalation, every one of them and not only the first: not
+    before timeout - tolerance, not after + slack. Messages number the round (and the
+    escalation that ends it: escalation n ends round n), so a vendor reads which one.
 
     Early escalation is excused when a nominee gave up meanwhile (copy evicted, its
     ProvisioningRequest Failed, cluster inactive). "Never" escalated is only a problem
@@ -294,30 +296,39 @@ def review_rounds(tl: Timeline, b: Bounds) -> list[RoundReview]:
             out.append(RoundReview(r, None, next_t, False))
             continue
         tried = {c for earlier in rs[: i + 1] for c in earlier.added}
-        late = _late(tl, b, r, timeout, nxt, tried, placed)
-        early = _early(tl, b, r, timeout, nxt)
+        late = _late(tl, b, i, r, timeout, nxt, tried, placed)
+        early = _early(tl, b, i, r, timeout, nxt)
         out.append(
             RoundReview(r, timeout, next_t, nxt is not None or late is not None, late, early)
         )
     return out
 
 
+def round_label(i: int, r: Round) -> str:
+    """How a message names the `i`-th round (from 0): its number, clusters and start."""
+    return f"round {i + 1} ({joined(r.added)}) of {at(r.t)}"
+
+
 def _late(
     tl: Timeline,
     b: Bounds,
+    i: int,
     r: Round,
     timeout: float,
     nxt: Round | None,
     tried: set[str],
     placed: float,
 ) -> str | None:
-    """Why round `r` escalated too late (or never), or None."""
+    """Why round `r` (the `i`-th) escalated too late (or never), or None."""
     deadline = r.t + timeout + b.escalation_slack
-    label = f"round {joined(r.added)} of {at(r.t)}"
+    label = round_label(i, r)
     if placed <= deadline or (nxt is not None and nxt.t <= deadline):
         return None
     if nxt is not None:
-        return f"escalated at {at(nxt.t)}, {nxt.t - r.t:.1f}s after {label}; due by {at(deadline)}"
+        return (
+            f"escalation {i + 1} late: at {at(nxt.t)}, {nxt.t - r.t:.1f}s after {label} "
+            f"(timeout {timeout:g}s); due by {at(deadline)}"
+        )
     if end_of(tl, b) < deadline:
         return None
     spans = inactive_spans(tl)
@@ -329,19 +340,22 @@ def _late(
     if not untried:
         return None
     return (
-        f"never escalated after {label} (due by {at(deadline)}; "
-        f"unplaced, untried: {joined(untried)})"
+        f"never escalated after {label}: escalation {i + 1} was due by {at(deadline)} "
+        f"(unplaced, untried: {joined(untried)})"
     )
 
 
-def _early(tl: Timeline, b: Bounds, r: Round, timeout: float, nxt: Round | None) -> str | None:
-    """Why the round after `r` came too early, or None."""
+def _early(
+    tl: Timeline, b: Bounds, i: int, r: Round, timeout: float, nxt: Round | None
+) -> str | None:
+    """Why the round after `r` (the `i`-th) came too early, or None."""
     earliest = r.t + timeout - b.early_tolerance
     if nxt is None or nxt.t >= earliest or _gave_up(tl, r.names, r.t, nxt.t):
         return None
     return (
-        f"{joined(nxt.added)} nominated at {at(nxt.t)}, {nxt.t - r.t:.1f}s into round "
-        f"{joined(r.added)} of {at(r.t)} (timeout {timeout:g}s); not before {at(earliest)}"
+        f"escalation {i + 1} early: {joined(nxt.added)} nominated at {at(nxt.t)}, "
+        f"{nxt.t - r.t:.1f}s into {round_label(i, r)} (timeout {timeout:g}s); "
+        f"not before {at(earliest)}"
     )
 
 

@@ -52,12 +52,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             judge.record_skipped(session, decided, f"the provider cannot {why}")
             item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
     planned = []
+    workers = _worker_count(session)
     for item in items:
         if item.get_closest_marker("skip") is not None:
             continue
         alone = item.get_closest_marker("exclusive") is not None
         checks = _decided(item, session)
-        expected, bound = judge.scenario_timing(profile.claims, session.slacks, checks, alone)
+        expected, bound = judge.scenario_timing(
+            profile.claims,
+            session.slacks,
+            checks,
+            alone,
+            workers=workers,
+            takes_turns=profile.environment.takes_turns,
+            full=session.full,
+        )
         planned.append(
             {
                 "test": item.nodeid,
@@ -68,6 +77,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             }
         )
     progress.emit(session.events_file, progress.PLAN, scenarios=planned)
+
+
+def _worker_count(session: Session) -> int | None:
+    """The environment's workers, for the plan's priors (None: its file cannot be read,
+    and the priors take the fewest workers the claims run on)."""
+    try:
+        return len(Environment.load(session.environment).workers)
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def _check_ids(item: pytest.Item) -> list[str]:

@@ -1,40 +1,42 @@
-"""Escalation: more clusters only after the timeout, and then promptly; per-cluster timeouts."""
+"""Escalation: more clusters only after the timeout, and then promptly, round after round;
+per-cluster timeouts.
+
+No worker has room until the rounds the checks judge have been seen, then whichever
+clusters the last round added get it (``suites.rounds``): the scenarios judge a
+dispatcher that ranks clusters its own way (claims.ordering none) as one that follows the
+config."""
 
 from __future__ import annotations
 
 import pytest
 
-from suites.judge import (
-    bounds,
-    claimed_order,
-    conforms,
-    one_escalation,
-    placement_timeout,
-    skip_if_slow,
-)
+from suites.judge import PLACEMENT_ROOM, bounds, conforms, override_timeouts, skip_if_slow
+from suites.rounds import escalation_workers, escalations_or_skip, through_rounds
 
 
 @pytest.mark.checks("EXT-05", "EXT-06")
 def test_timeout_escalation(scenario):
-    """The first batch has no capacity; a later worker has: it is reached after one round."""
-    workers = scenario.workers(one_escalation(scenario), why="the claimed stepSize + 1")
-    later = claimed_order(scenario, workers)[-1]
-    scenario.with_workers(workers, capacity={later: 1})
-    target = scenario.cluster(later)
-    skip_if_slow(scenario, placement_timeout(scenario, target))
+    """No worker has room until three escalations came (fewer where the config, step or
+    time budget allow fewer); each escalation is judged on its own."""
+    scenario.with_workers(escalation_workers(scenario))
+    escalations = escalations_or_skip(scenario)
     workload = scenario.submit("job")
-    scenario.wait_placed(workload, timeout=placement_timeout(scenario, target))
-    conforms(scenario, expected_cluster=target)
+    through_rounds(scenario, workload, escalations)
+    conforms(scenario)
 
 
 @pytest.mark.checks("EXT-08")
 def test_per_cluster_timeout(scenario):
-    """The first worker keeps its round twice as long as the others; the third has capacity."""
-    workers = scenario.workers(3)
-    longer = 2 * (bounds(scenario).round_timeout or 10)
-    scenario.with_workers(workers, capacity={workers[2]: 1}, timeouts={workers[0]: f"{longer:g}s"})
-    target = scenario.cluster(workers[2])
-    skip_if_slow(scenario, placement_timeout(scenario, target))
+    """Every worker has its own round timeout (twice the claimed one and more), whichever
+    comes first; no worker has room until the first escalation."""
+    workers = scenario.config_order(scenario.workers(3))
+    b = bounds(scenario)
+    seconds = override_timeouts(b.round_timeout, len(workers))
+    longest = max(seconds) + b.escalation_slack + b.placement_slack + PLACEMENT_ROOM
+    scenario.with_workers(
+        workers, timeouts={w: f"{s:g}s" for w, s in zip(workers, seconds, strict=True)}
+    )
+    skip_if_slow(scenario, longest)
     workload = scenario.submit("job")
-    scenario.wait_placed(workload, timeout=placement_timeout(scenario, target))
-    conforms(scenario, expected_cluster=target)
+    through_rounds(scenario, workload, 1)
+    conforms(scenario)

@@ -27,6 +27,7 @@ SECONDS = {
     "test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory": 32,
     "test_the_installed_wheel_judges_from_an_empty_directory": 80,
     "test_a_kueue_tree_whose_incremental_nominates_every_worker_is_rejected": 50,
+    "test_a_replica_that_dies_mid_run_is_said_at_once_and_by_the_checks_after_it": 65,
 }
 DEFAULT_SECONDS = 60.0
 
