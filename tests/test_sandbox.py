@@ -73,6 +73,23 @@ def test_privileges_are_dropped_to_the_replicas_user() -> None:
     )
 
 
+def confined(run_dir: Path, argv: list[str], name: str) -> tuple[sandbox.Sandbox, list[str]]:
+    """argv confined as a replica of a run whose directory is `run_dir`."""
+    box = sandbox.Sandbox(
+        user=sandbox.user_for(None, None),
+        hidden=sandbox.hidden_roots(run_dir),
+        needed=sandbox.needed_paths(argv, {}),
+    )
+    command = mountns.private_command(
+        sandbox.setup(box, run_dir / "scratch"),
+        [*sandbox.drop_privileges(box), *argv],
+        "replica",
+        own_pids=True,
+        hostname=name,
+    )
+    return box, command
+
+
 PROBE = r"""
 import os, sys
 print("uid", os.getuid())
@@ -102,21 +119,9 @@ def test_a_replica_can_neither_read_the_keys_nor_signal_the_harness(tmp_path: Pa
     key.write_text("cluster-admin")
     key.chmod(0o600)
     argv = [sys.executable, "-c", PROBE, f"key={key}", str(os.getpid())]
-    box = sandbox.Sandbox(
-        user=sandbox.user_for(None, None),
-        hidden=sandbox.hidden_roots(run_dir),
-        needed=sandbox.needed_paths(argv, {}),
-    )
-    commands = sandbox.setup(box, run_dir / "scratch")
     said = []
     for _ in range(2):  # two replicas writing one fixed path
-        command = mountns.private_command(
-            commands,
-            [*sandbox.drop_privileges(box), *argv],
-            "replica",
-            own_pids=True,
-            hostname="dispatcher-0",
-        )
+        box, command = confined(run_dir, argv, "dispatcher-0")
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         said.append(done.stdout.splitlines())
@@ -136,7 +141,7 @@ def test_a_replica_can_neither_read_the_keys_nor_signal_the_harness(tmp_path: Pa
 
 SHELL_PROBE = (
     'echo "tmp $(ls -A /tmp | tr "\\n" " ")"; echo claimed > /tmp/fixed; '
-    '[ -e "$1" ] && echo "run directory seen" || echo "run directory hidden"; '
+    '[ -e "${1#dir=}" ] && echo "run directory seen" || echo "run directory hidden"; '
     'kill -0 "$2" 2>/dev/null && echo "harness signalled" || echo "harness out of reach"; '
     "grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status && echo no capabilities; "
     "cat /proc/sys/kernel/hostname"
@@ -153,21 +158,9 @@ def test_rootless_the_replica_is_confined_too(
     try:
         monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
         monkeypatch.setattr(mountns.os, "geteuid", lambda: 1000)
-        argv = ["/bin/sh", "-c", SHELL_PROBE, "probe", str(run_dir), str(os.getpid())]
-        box = sandbox.Sandbox(
-            user=sandbox.user_for(None, None),
-            hidden=sandbox.hidden_roots(run_dir),
-            needed=sandbox.needed_paths(argv[:1], {}),
-        )
+        argv = ["/bin/sh", "-c", SHELL_PROBE, "probe", f"dir={run_dir}", str(os.getpid())]
+        box, command = confined(run_dir, argv, "dispatcher-1")
         assert box.user is None
-        commands = sandbox.setup(box, run_dir / "scratch")
-        command = mountns.private_command(
-            commands,
-            [*sandbox.drop_privileges(box), *argv],
-            "replica",
-            own_pids=True,
-            hostname="dispatcher-1",
-        )
         if os.geteuid() == 0:  # as nobody, the way a non-root user runs it
             for folder, _, _ in os.walk(run_dir):
                 os.chown(folder, 65534, 65534)
