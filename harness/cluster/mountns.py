@@ -190,5 +190,13 @@ def provide(source: Path, target: str, scratch: Path, *, folder: bool | None = N
     return setup
 
 
+def provide_all(binds: Sequence[tuple[Path, str]], scratch: Path) -> list[str]:
+    """`provide` for each (source, target) pair, each with scratch space of its own."""
+    setup: list[str] = []
+    for i, (source, target) in enumerate(binds):
+        setup += provide(source, target, scratch / f"volume-{i}")
+    return setup
+
+
 def provide_directory(source: Path, target: str, scratch: Path) -> list[str]:
     return provide(source, target, scratch, folder=True)

@@ -79,10 +79,8 @@ def setup(box: Sandbox, scratch: Path, binds: Sequence[tuple[Path, str]] = ()) -
     volumes (`binds`: source, path in the container) where it expects them, the hidden
     folders empty with what it needs (and the volumes in them) bound back in, and its
     working directory."""
-    commands = _enterable(box, scratch)
-    for i, (source, target) in enumerate(binds):
-        if not any(_under(Path(target), root) for root in box.hidden):
-            commands += mountns.provide(source, target, scratch / f"volume-{i}")
+    visible = [b for b in binds if not any(_under(Path(b[1]), root) for root in box.hidden)]
+    commands = _enterable(box, scratch) + mountns.provide_all(visible, scratch)
     commands += _hide(box, scratch, binds)
     return [*commands, f"cd {shlex.quote(box.working_dir)}"]
 

@@ -113,8 +113,7 @@ class DispatcherRunner:
             setup += sandbox.setup(box, scratch, binds)
             argv = [*sandbox.drop_privileges(box), *argv]
         else:
-            for i, (source, target) in enumerate(binds):
-                setup += mountns.provide(source, target, scratch / f"volume-{i}")
+            setup += mountns.provide_all(binds, scratch)
         if box is not None or self.network is not None:
             argv = mountns.private_command(
                 setup,
