@@ -106,3 +106,42 @@ def test_with_the_opt_out_the_folder_runs_as_pods_on_kind(tmp_path: Path) -> Non
     assert ACCOUNT in users and any(u.startswith(f"{ACCOUNT} (pod ") for u in users), users
     assert _kind_containers() == []
     assert set(Path(tempfile.gettempdir()).glob("mkdc-kind-*")) == dirs_before
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_the_folder_on_kind_clusters_passed_as_existing(selected_versions, tmp_path: Path) -> None:
+    """The same folder on clusters mkdc did not start for this run: the manager is found
+    to be a kind cluster (its node's container), so the images are loaded into it; the
+    run deletes what it applied, and nothing else."""
+    from harness.providers.kind import EXTERNAL, KindProvider
+    from harness.providers.local import running
+    from harness.scenarios import inventory
+
+    if _docker("info", "--format", "{{.ServerVersion}}").returncode != 0:
+        pytest.fail("no Docker engine answers: run `sudo scripts/docker-engine`", pytrace=False)
+    provider = KindProvider(
+        selected_versions,
+        workers=2,
+        dispatcher_name="mkdc.example/example-go",
+        write_mode="admission-policy",
+        images="built",
+    )
+    with running(provider) as env:  # type: ignore[arg-type]
+        before = inventory.snapshot(env)
+        rbac = ("clusterroles", "clusterrolebindings", "serviceaccounts", "configmaps")
+        kubectl = ["kubectl", "--kubeconfig", str(env.manager.kubeconfig), "--context", EXTERNAL]
+        listed = [*kubectl, "get", *[",".join(rbac)], "-A", "-o", "name"]
+        objects_before = subprocess.run(listed, capture_output=True, text=True, check=True).stdout
+        clusters = [f"--cluster={w.name}={w.kubeconfig}:{EXTERNAL}" for w in env.workers]
+        args = ["--provider", "existing", "--checks", "CORE-04,CORE-08"]
+        args += ["--cluster", f"manager={env.manager.kubeconfig}:{EXTERNAL}", *clusters]
+        report_dir = tmp_path / "r"
+        profile = vendor_profile(tmp_path, withoutContainers=[INIT], replicas=1)
+        proc = mkdc_run(profile, report_dir, *args, timeout=1200)
+        report = assert_conforms(proc, report_dir, "CORE-04,CORE-08")
+        assert report["environment"]["provider"] == "existing"
+        assert "starting the dispatcher as Deployment example-dispatcher" in proc.stderr
+        assert inventory.added(before, inventory.snapshot(env)) == {}
+        objects_after = subprocess.run(listed, capture_output=True, text=True, check=True).stdout
+        assert objects_after == objects_before
