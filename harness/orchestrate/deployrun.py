@@ -259,7 +259,13 @@ def kind_cluster_of(env: Environment) -> str | None:
 
 
 def _run(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise UserError(
+            f"{what} failed: {argv[0]} cannot run ({exc.strerror}): install it, or"
+            " `mkdc bins --kind` and put its kind on PATH"
+        ) from None
     if proc.returncode != 0:
         tail = "; ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
         raise UserError(f"{what} failed: {tail}")
