@@ -214,3 +214,106 @@ def test_the_kind_manager_keeps_an_audit_log(tmp_path: Path) -> None:
     ]
     # Kueue's workload writes are still logged: the rule comes after them
     assert rules.index(kueue[0]) == 2 and rules[0]["verbs"][0] == "create"
+
+
+class Obj:
+    """A kubernetes client model, as attributes."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+
+def pod(name: str, ready: bool = True, restarts: int = 0) -> Obj:
+    status = Obj(
+        name="manager", ready=ready, started=ready, restart_count=restarts,
+        state=Obj(waiting=None), container_id=f"containerd://{name}",
+    )  # fmt: skip
+    return Obj(
+        metadata=Obj(name=name, deletion_timestamp=None),
+        spec=Obj(node_name=None),
+        status=Obj(phase="Running", container_statuses=[status], init_container_statuses=[]),
+    )
+
+
+class Cluster:
+    """The manager as a DeploymentRunner sees it: the Deployment's Pods, its scale."""
+
+    def __init__(self, *names: str) -> None:
+        self.pods = {n: pod(n) for n in names}
+        self.calls: list[tuple[Any, ...]] = []
+
+    def list_namespaced_pod(self, namespace: str, label_selector: str) -> Obj:
+        return Obj(items=list(self.pods.values()))
+
+    def read_namespaced_pod(self, name: str, namespace: str) -> Obj:
+        from kubernetes.client.rest import ApiException
+
+        if name not in self.pods:
+            raise ApiException(status=404)
+        return self.pods[name]
+
+    def patch_namespaced_pod(self, name: str, namespace: str, body: dict) -> None:
+        self.calls.append(("annotate", name, body["metadata"]["annotations"]))
+
+    def delete_namespaced_pod(self, name: str, namespace: str, grace_period_seconds: int) -> None:
+        self.calls.append(("delete", name, grace_period_seconds))
+        self.pods.pop(name)
+
+    def patch_namespaced_deployment_scale(self, name: str, namespace: str, body: dict, **_: Any):
+        self.calls.append(("scale", body["spec"]["replicas"]))
+
+    def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> str:
+        return f"log of {name}\n"
+
+
+def runner_on(cluster: Cluster, tmp_path: Path) -> deployrun.DeploymentRunner:
+    from harness.cluster.procs import Supervisor
+
+    profile = load_profile(vendor_profile(tmp_path, replicas=2))
+    runner = deployrun.DeploymentRunner.__new__(deployrun.DeploymentRunner)
+    assert profile.run is not None
+    runner.profile, runner.run = profile, profile.run
+    (tmp_path / "run").mkdir()
+    runner.supervisor = Supervisor(tmp_path / "run")
+    runner.core = runner.apps = cluster  # type: ignore[assignment]
+    runner.name, runner.namespace, runner.selector = "example-dispatcher", "kueue-system", "a=b"
+    runner.slots, runner.history, runner.down, runner.logs = {}, {}, set(), {}
+    runner.progress = lambda msg: None
+    return runner
+
+
+def test_a_killed_pod_stays_down_until_its_replica_restarts_as_a_new_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(deployrun, "SETTLE_SECONDS", 0.0)
+    cluster = Cluster("d-b", "d-a")
+    runner = runner_on(cluster, tmp_path)
+    runner.wait_started()
+    assert runner.slots == {0: "d-a", 1: "d-b"}
+    runner.kill(1)
+    assert cluster.calls == [
+        ("annotate", "d-b", {deployrun.DELETION_COST: "-2147483648"}),
+        ("scale", 1),
+        ("delete", "d-b", 0),
+    ]
+    assert not runner.alive(1) and runner.alive(0)
+    cluster.pods["d-c"] = pod("d-c")  # the ReplicaSet's new Pod once scaled back
+    runner.restart(1)
+    assert cluster.calls[-1] == ("scale", 2)
+    assert runner.slots[1] == "d-c" and runner.alive(1)
+    assert replica_of(runner, f"{ACCOUNT} (pod d-b)") == 1  # an earlier Pod of it
+    log = (tmp_path / "run" / "logs" / "dispatcher-1.log").read_text()
+    assert "--- pod d-b container manager (current)\nlog of d-b" in log
+
+
+def test_a_container_restarted_at_start_fails_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.orchestrate.dispatcher import StartFailure
+
+    monkeypatch.setattr(deployrun, "SETTLE_SECONDS", 0.0)
+    cluster = Cluster("d-a", "d-b")
+    cluster.pods["d-b"] = pod("d-b", restarts=1)
+    runner = runner_on(cluster, tmp_path)
+    with pytest.raises(StartFailure, match=r"pod d-b, container manager: restarted 1 time"):
+        runner.wait_started()
