@@ -317,3 +317,17 @@ def test_a_container_restarted_at_start_fails_the_start(
     runner = runner_on(cluster, tmp_path)
     with pytest.raises(StartFailure, match=r"pod d-b, container manager: restarted 1 time"):
         runner.wait_started()
+
+
+def test_the_plan_on_kind_says_the_folder_is_applied_as_written() -> None:
+    from harness import suite
+    from harness.profile import explain
+
+    profile = load_profile(ROOT / "dispatchers/profiles/example-go-deploy-ha.yaml")
+    catalogue = suite.load().catalogue
+    on_kind = "\n".join(explain.plan(profile, ["w1"], catalogue, "kind"))
+    assert "the folder's ServiceAccount example-dispatcher" in on_kind
+    assert "applied to the manager as written (server-side): ConfigMap" in on_kind
+    assert "livenessProbe" not in on_kind and "baseline role" not in on_kind
+    local = "\n".join(explain.plan(profile, ["w1"], catalogue))
+    assert "livenessProbe is not applied here" in local

@@ -370,7 +370,7 @@ def judge(
     deleted, they would linger behind what uses them, and the next run would find them
     there, or make them again, only to see them go."""
     profile, opts, report_dir = p.profile, p.opts, p.report_dir
-    explain.announce(profile, [w.name for w in env.workers], log)
+    explain.announce(profile, [w.name for w in env.workers], log, env.provider)
     with contextlib.ExitStack() as stack:
         last_run = _fresh_report_dir(report_dir, env, profile.name)
         claims = None  # one environment runs every scenario that runs alone
