@@ -36,8 +36,8 @@ def _kind_containers() -> list[str]:
     return [name for name in out.stdout.split() if name.startswith("mkdc-")]
 
 
-def vendor_profile(tmp_path: Path, **run: Any) -> Path:
-    """example-go-deploy-ha on a copy of the example's folder whose Deployment has an init
+def vendor_profile(tmp_path: Path, base: str = "example-go-deploy-ha", **run: Any) -> Path:
+    """`base` (example-go-deploy-ha) on a copy of the example's folder whose Deployment has an init
     container from a registry nobody here reaches."""
     folder = tmp_path / "deploy"
     shutil.copytree(EXAMPLE, folder)
@@ -56,7 +56,7 @@ def vendor_profile(tmp_path: Path, **run: Any) -> Path:
     return profile_variant(
         tmp_path / "vendor.yaml",
         lambda d: d["spec"]["run"].update(manifests=str(folder), **run),
-        base="example-go-deploy-ha",
+        base=base,
     )
 
 
@@ -137,7 +137,7 @@ def test_the_folder_on_kind_clusters_passed_as_existing(selected_versions, tmp_p
         args = ["--provider", "existing", "--checks", "CORE-04,CORE-08"]
         args += ["--cluster", f"manager={env.manager.kubeconfig}:{EXTERNAL}", *clusters]
         report_dir = tmp_path / "r"
-        profile = vendor_profile(tmp_path, withoutContainers=[INIT], replicas=1)
+        profile = vendor_profile(tmp_path, "example-go-deploy", withoutContainers=[INIT])
         proc = mkdc_run(profile, report_dir, *args, timeout=1200)
         report = assert_conforms(proc, report_dir, "CORE-04,CORE-08")
         assert report["environment"]["provider"] == "existing"
