@@ -37,7 +37,7 @@ def bounds(sc: Scenario, **facts: Any) -> Bounds:
         sc.ctx.slacks,
         cluster_timeouts=sc.timeouts,
         tiers=sc.tiers,
-        dispatcher_users=sc.ctx.dispatcher_users,
+        dispatcher_users=sc.ctx.known_users(),
     )
     return derived.with_scenario(**facts) if facts else derived
 
@@ -409,10 +409,10 @@ def _record(
             config=tuple(b.clusters),
             shared_clusters=sc.shared,  # the environment's, made before the dispatcher
             foreign=tuple(sorted(sc.foreign)),
-            dispatcher_users=tuple(sorted(sc.ctx.dispatcher_users)),
+            dispatcher_users=tuple(sorted(sc.ctx.known_users())),
             scorecard=scorecard(
                 Timeline(e for e in tl if e.workload not in sc.foreign),
-                set(sc.ctx.dispatcher_users),
+                set(sc.ctx.known_users()),
             ),
             timeouts=b.report_timeouts(),
             shape=sc.shape.to_report(),

@@ -28,6 +28,9 @@ class FrozenRecorder:
     def snapshot(self, namespace: str | None = None) -> Timeline:
         return Timeline(self.events)
 
+    def users(self) -> frozenset[str]:
+        return frozenset()
+
 
 def offline_context(recorder: FrozenRecorder, **fields: Any) -> Context:
     """The reference profile's scenario context with no clusters behind it."""

@@ -130,7 +130,9 @@ def test_mkdc_run_says_the_plan_when_it_starts_judging(monkeypatch: pytest.Monke
     monkeypatch.setattr(run_module, "log", said.append)
     monkeypatch.setattr(run_module, "_fresh_report_dir", stop)
     profile = load_profile("reference")
-    env = SimpleNamespace(workers=[SimpleNamespace(name="w1"), SimpleNamespace(name="w2")])
+    env = SimpleNamespace(
+        provider="local", workers=[SimpleNamespace(name="w1"), SimpleNamespace(name="w2")]
+    )
     p = SimpleNamespace(profile=profile, opts=None, report_dir=Path("out"))
     with pytest.raises(Said):
         run_module.judge(p, None, env, 0.0)  # type: ignore[arg-type]

@@ -31,6 +31,9 @@ class FrozenRecorder:
     def snapshot(self, namespace: str | None = None) -> Timeline:
         return Timeline(self.events)
 
+    def users(self) -> frozenset[str]:
+        return frozenset()
+
 
 def scenario_with(*events: tuple[float, Kind, dict[str, Any]]) -> Scenario:
     recorder = FrozenRecorder([])

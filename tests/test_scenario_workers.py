@@ -39,6 +39,9 @@ class Recorder:
     def mark(self, what: str, **data: Any) -> None:
         self.marks.append((what, data))
 
+    def users(self) -> frozenset[str]:
+        return frozenset()
+
 
 class Items:
     """What a dynamic resource's get() returns."""

@@ -346,9 +346,9 @@ def _state(box: Any) -> dict[str, Any]:
 
 
 class PodRunner(DispatcherRunner):
-    """Replicas as Deployments in the manager cluster. kind has no audit log here, so
-    ready = every replica's pod Running with its container started and ready (no probe:
-    started), still so a few seconds later."""
+    """Replicas as Deployments in the manager cluster. Started = every replica's pod
+    Running with its container started and ready (no probe: started), still so a few
+    seconds later; then, where the manager keeps an audit log, ready as for processes."""
 
     def __init__(
         self,
@@ -408,8 +408,8 @@ class PodRunner(DispatcherRunner):
         for replica in range(self.run.replicas):
             self._check(replica)
         self.progress(
-            "dispatcher ready: every replica's pod Running, its container started and"
-            " not restarted (kind has no audit log to see the first list/watch)"
+            "dispatcher started: every replica's pod Running, its container started and"
+            " not restarted"
         )
 
     def _pods(self, replica: int) -> list[Any]:
@@ -457,7 +457,7 @@ class PodRunner(DispatcherRunner):
 
     def restart(self, replica: int = 0) -> None:
         """Scale back to 1 and wait (up to readyTimeout) for the new pod's container to
-        run: with no audit log, the check's "back" is when this returns."""
+        run (where no audit log says when it is back, the check's "back" is this)."""
         self._scale(replica, 1)
         deadline = time.monotonic() + self.run.ready_timeout
         while not self.alive(replica) and time.monotonic() < deadline:

@@ -112,7 +112,8 @@ def environment_section(
             how = f"container image {profile.run.image}"
         if profile.run.deploy is not None:
             how = f"deploy folder (Deployment {profile.run.deploy.pod.deployment})"
-            extra["notApplied"] = list(profile.run.deploy.notes)
+            # on kind and existing clusters the folder is applied as written: less is not
+            extra["notApplied"] = list(env.info.get("notApplied", profile.run.deploy.notes))
         if "replicaNetwork" in env.info:
             extra["replicaNetwork"] = env.info["replicaNetwork"]
     return {

@@ -33,7 +33,7 @@ from harness.cluster.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.cluster.multikueue import API as KUEUE_API
 from harness.cluster.procs import Supervisor
 from harness.errors import UserError, one_line, shown, shown_path
-from harness.orchestrate import container, control
+from harness.orchestrate import container, control, deployrun
 from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
 from harness.orchestrate.exits import ExitWatch
 from harness.orchestrate.options import Options
@@ -126,6 +126,8 @@ class Plan:
     report_dir: Path
     provider: Any
     image: container.ImageSource | None = None
+    # a deploy folder on kind: its images, checked before anything starts
+    deployed: deployrun.Images | None = None
 
     def environment_key(self) -> tuple[Any, ...] | None:
         """Runs whose keys are equal can share one environment (the local provider's;
@@ -167,11 +169,6 @@ def plan(opts: Options) -> Plan:
         load_suite().timeouts(profile.claims.to_dict(), opts.slacks)
     except ValueError as exc:
         raise UserError(f"--slack: {exc}") from None
-    if profile.run is not None and profile.run.deploy is not None and opts.provider != "local":
-        raise UserError(
-            f"spec.run.manifests runs on the local provider only for now; on {opts.provider}"
-            " give spec.run.image (the container image) instead"
-        )
     if opts.clusters and opts.provider != "existing":
         raise UserError(f"--cluster is for --provider existing, not {opts.provider}")
     report_dir = _report_dir(opts.report_dir)
@@ -187,8 +184,11 @@ def plan(opts: Options) -> Plan:
             f"--environments 2: the {opts.provider} provider makes one environment per run;"
             " use --provider local or --environments 1"
         )
+    deployed = None
+    if profile.run is not None and profile.run.deploy is not None and opts.provider == "kind":
+        deployed = deployrun.images(profile.run, deployrun.docker_has)
     _require_short_tmpdir()  # last: every input of its own said first
-    return Plan(opts, profile, v, report_dir, provider)
+    return Plan(opts, profile, v, report_dir, provider, deployed=deployed)
 
 
 def _require_short_tmpdir() -> None:
@@ -213,6 +213,8 @@ def _build(p: Plan) -> None:
     elif run is not None and run.go_build is not None:
         built = toolchain.build_go_module(run.go_build, log)
         p.profile = replace(p.profile, run=replace(run, built=built))
+        if run.deploy is not None and p.opts.provider != "local":
+            p.image = deployrun.build_image(run.deploy, built, log)
 
 
 def run(opts: Options) -> int:
@@ -368,7 +370,7 @@ def judge(
     deleted, they would linger behind what uses them, and the next run would find them
     there, or make them again, only to see them go."""
     profile, opts, report_dir = p.profile, p.opts, p.report_dir
-    explain.announce(profile, [w.name for w in env.workers], log)
+    explain.announce(profile, [w.name for w in env.workers], log, env.provider)
     with contextlib.ExitStack() as stack:
         last_run = _fresh_report_dir(report_dir, env, profile.name)
         claims = None  # one environment runs every scenario that runs alone
@@ -407,6 +409,9 @@ def judge(
             interrupted, injected, not_injected = _run_suite(
                 p, provider, env, session, session_file, reporter, claims, aside_file
             )
+        if isinstance(runner, deployrun.DeploymentRunner):  # every Pod's log, always kept
+            runner.save_logs()
+            _collect_logs(env, report_dir)
         report = build_report(
             profile, env, report_dir, opts, time.monotonic() - started, interrupted
         )
@@ -619,6 +624,7 @@ def _stage(
     if profile.environment.cluster_scope == SHARED:
         # before the dispatcher starts, so one that looks only once sees it all
         scenario.create_shared_scope(env, scenario.Shape.of(profile), run_id)
+    deployed = _deployed(p, env)
     if profile.run is not None:
         _make_objects(profile.run, profile.dispatcher_name, env, run_id, stack, where)
     users: frozenset[str] = frozenset()
@@ -629,7 +635,7 @@ def _stage(
         stack.callback(lambda: _delete_new_leases(env, leases))
         try:
             runner, users = start_dispatcher(
-                profile, env, run_id, stack, p.image, audit_from, where
+                profile, env, run_id, stack, p.image, audit_from, where, deployed
             )
         except StartFailure as exc:
             _provider_logs(provider)
@@ -654,6 +660,7 @@ def _stage(
         control_address=server.address,
         control_key=server.key,
         dispatcher_users=users,
+        pod_users=isinstance(runner, deployrun.DeploymentRunner),
         capabilities=frozenset(getattr(provider, "capabilities", ())),
         slacks=opts.slacks or {},
         checks=opts.checks,
@@ -665,6 +672,21 @@ def _stage(
         claims=claims,
     )
     return session, runner, watch
+
+
+def _deployed(p: Plan, env: Environment) -> deployrun.Images | None:
+    """A deploy folder applied as written (kind, existing): its images, and what is not
+    applied (the containers left out) for the console and the report."""
+    run = p.profile.run
+    if run is None or run.deploy is None or env.provider == "local":
+        return None
+    if p.deployed is not None:  # kind: checked before the clusters started
+        archive = p.image.archive if p.image is not None else None
+        found = replace(p.deployed, archive=archive, kind=deployrun.kind_cluster_of(env))
+    else:
+        found = deployrun.on_cluster(run, env, p.image)
+    env.info["notApplied"] = [*found.notes, *deployrun.unapplied(run)]
+    return found
 
 
 def _make_objects(
@@ -679,9 +701,10 @@ def _make_objects(
     folder's, made on the clusters until `stack` closes."""
     wanted = [run.objects]
     if run.deploy is not None:
-        for note in run.deploy.notes:
+        for note in env.info.get("notApplied", run.deploy.notes):
             log(f"{where}manifests: not applied here: {note}")
-        wanted.append(run.deploy.objects)
+        if env.provider == "local":  # elsewhere the runner applies the folder as written
+            wanted.append(run.deploy.objects)
     labels = {inventory.RUN_LABEL: run_id}
     for group in wanted:
         if group:
@@ -780,9 +803,12 @@ def start_dispatcher(
     image: container.ImageSource | None = None,
     audit_from: int = 0,
     where: str = "",
+    deployed: deployrun.Images | None = None,
 ) -> tuple[DispatcherRunner, frozenset[str]]:
     assert profile.run is not None
     replicas, rbac = profile.run.replicas, profile.run.rbac
+    if deployed is not None:
+        return _start_deployment(profile, env, run_id, stack, deployed, audit_from, where)
     credentials = identity.create(
         env.manager,
         NAMESPACE,
@@ -822,6 +848,37 @@ def start_dispatcher(
         if pod is not None and pod.readiness is not None:
             signal = f"every replica's readiness probe passed ({pod.readiness.describe()})"
         log(f"{where}dispatcher ready in {time.monotonic() - began:.1f}s: {signal}")
+    return runner, users
+
+
+def _start_deployment(
+    profile: Profile,
+    env: Environment,
+    run_id: str,
+    stack: contextlib.ExitStack,
+    deployed: deployrun.Images,
+    audit_from: int,
+    where: str,
+) -> tuple[DispatcherRunner, frozenset[str]]:
+    """The vendor's folder applied to the manager as written; its Pods are the replicas,
+    its ServiceAccount the dispatcher's user (each Pod told apart in the audit log)."""
+    run = profile.run
+    assert run is not None and run.deploy is not None
+    labels = {inventory.RUN_LABEL: run_id}
+    docs = deployrun.documents(run, deployed.left_out, labels, pull_never=deployed.kind is not None)
+    runner = deployrun.DeploymentRunner(profile, Supervisor(env.run_dir), env, docs, deployed, log)
+    stack.callback(runner.stop_all)
+    deployment = runner.deployment
+    log(
+        f"{where}starting the dispatcher as Deployment {runner.name} in the manager"
+        f" ({run.replicas} replica(s), image {deployed.main},"
+        f" ServiceAccount {run.deploy.account})"
+    )
+    runner.start_all()
+    users = frozenset({deployrun.service_account_user(deployment, run.deploy.account)})
+    audit = env.info.get("auditLog")
+    if audit:
+        runner.wait_ready(Path(audit), users, since=audit_from)
     return runner, users
 
 
@@ -890,9 +947,17 @@ def _control_handlers(
         "kill-dispatcher": kill,
         "start-dispatcher": start,
         "dispatcher-alive": lambda replica=0: need_runner().alive(replica),
+        "dispatcher-replica": lambda user: replica_of(need_runner(), user),
         "interrupt": lambda process, how: provider.interrupt(process, how),
         "resume": lambda process: provider.resume(process),
     }
+
+
+def replica_of(runner: DispatcherRunner, user: str) -> int:
+    """The replica an audit user is: a Pod of a vendor's Deployment (its runner knows
+    which), else the replica's own ServiceAccount `...:mkdc-dispatcher-<i>`."""
+    own = getattr(runner, "replica_of", None)
+    return int(own(user)) if own is not None else int(user.rsplit("-", 1)[1])
 
 
 def _node_capacity(profile: Profile) -> dict[str, str] | None:

@@ -130,6 +130,26 @@ class DeployFolder:
     namespace_rules: tuple[dict[str, Any], ...]
     objects: objects.Objects  # made on the manager before the dispatcher starts
     notes: tuple[str, ...]  # what the local provider does not honour, one line each
+    # every document as written: kind and existing clusters get them applied as they are
+    documents: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def deployment(self) -> dict[str, Any]:
+        return next(d for d in self.documents if d["kind"] == "Deployment")
+
+    @property
+    def account(self) -> str:
+        """The ServiceAccount the Deployment's pods run as."""
+        return self.pod.service_account
+
+
+def side_containers(deployment: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(what, name, image) of every container but the dispatcher's (the first): init
+    containers, then sidecars, as a vendor's one line names them."""
+    spec = _pod_spec(deployment)
+    found = [("init container", c) for c in spec.get("initContainers") or []]
+    found += [("container", c) for c in spec["containers"][1:]]
+    return [(what, str(c.get("name")), str(c.get("image") or "")) for what, c in found]
 
 
 def read(entries: list[str], base: Path, namespace: str) -> DeployFolder:
@@ -172,6 +192,7 @@ def read(entries: list[str], base: Path, namespace: str) -> DeployFolder:
         namespace_rules=tuple(namespace_rules),
         objects=objects.Objects(manager=tuple(made)),
         notes=tuple(notes),
+        documents=tuple(docs),
     )
 
 

@@ -32,8 +32,14 @@ BASELINE = (
 )
 
 
-def plan(profile: Profile, workers: Sequence[str], catalogue: Mapping[str, CheckInfo]) -> list[str]:
-    """The plan as lines `what   how`, for the console."""
+def plan(
+    profile: Profile,
+    workers: Sequence[str],
+    catalogue: Mapping[str, CheckInfo],
+    provider: str = "local",
+) -> list[str]:
+    """The plan as lines `what   how`, for the console (on `provider`: a deploy folder is
+    read on the local provider, applied as written on the others)."""
     rows: list[tuple[str, str]] = [("dispatcher", profile.dispatcher_name)]
     run = profile.run
     if run is None:
@@ -41,6 +47,8 @@ def plan(profile: Profile, workers: Sequence[str], catalogue: Mapping[str, Check
     else:
         rows += _start(profile, run)
     rows += _environment(profile, workers)
+    if run is not None and run.deploy is not None and provider != "local":
+        rows = _applied(run, rows)
     rows += _checks(profile, catalogue)
     width = max(len(what) for what, _ in rows) + 2
     return [f"  {what:{width}}{how}" for what, how in rows]
@@ -136,6 +144,29 @@ def _environment(profile: Profile, workers: Sequence[str]) -> list[tuple[str, st
     return rows
 
 
+def _applied(run: RunSpec, rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`rows` for a deploy folder on kind or existing clusters: its documents applied as
+    written, its Pods the replicas, its own ServiceAccount and RBAC (no baseline role)."""
+    folder = run.deploy
+    assert folder is not None
+    docs = ", ".join(f"{d['kind']} {d['metadata']['name']}" for d in folder.documents)
+    image = "built from goBuild" if run.go_build is not None else "from the local Docker engine"
+    said = {
+        "starts": f"Deployment {folder.pod.deployment}: its Pods, image {folder.pod.image}"
+        f" ({image}, never pulled)",
+        "replicas": f"{run.replicas}, each a Pod of the Deployment, on the Pod network",
+        "identity": f"the folder's ServiceAccount {folder.account}, each Pod its own token",
+        "privileges": "the folder's RBAC, as written:",
+        "before start": f"applied to the manager as written (server-side): {docs}",
+    }
+    if run.objects:
+        said["before start"] += "; and spec.run.objects"
+    dropped = ("before start", "not applied")
+    out = [(what, said.get(what, how)) for what, how in rows if what not in dropped]
+    out.append(("before start", said["before start"]))
+    return [*out, ("not applied", "said once the images are checked (a container left out)")]
+
+
 def _checks(profile: Profile, catalogue: Mapping[str, CheckInfo]) -> list[tuple[str, str]]:
     """Core checks always; an extended check when its feature is claimed, else it is
     reported not supported."""
@@ -155,8 +186,10 @@ def header(path: Path) -> str:
     return f"profile {display(path)}: valid; a run would follow this plan"
 
 
-def announce(profile: Profile, workers: Sequence[str], say: Callable[[str], None]) -> None:
+def announce(
+    profile: Profile, workers: Sequence[str], say: Callable[[str], None], provider: str = "local"
+) -> None:
     """The plan said line by line through `say` (mkdc run's console, at its start)."""
     say(header(profile.path))
-    for line in plan(profile, workers, suite.load().catalogue):
+    for line in plan(profile, workers, suite.load().catalogue, provider):
         say(line)

@@ -165,6 +165,7 @@ class _Rules:
             self.executable(command[0], dispatcher, "spec.run.manifests")
         rbac = self.rbac(run.get("rbac") or {})
         return RunSpec(
+            without_containers=self.without_containers(run, folder),
             command=tuple(command),
             env={**pod.env, **self.run_env(run.get("env") or {})},
             replicas=run.get("replicas", pod.replicas),
@@ -178,6 +179,28 @@ class _Rules:
             ),
             go_build=go_build,
         )
+
+    def without_containers(
+        self, run: dict[str, Any], folder: deploy.DeployFolder
+    ) -> tuple[str, ...]:
+        """spec.run.withoutContainers: names of the Deployment's init containers or
+        sidecars, never the dispatcher's own container."""
+        names = tuple(str(n) for n in run.get("withoutContainers") or ())
+        sides = [name for _, name, _ in deploy.side_containers(folder.deployment)]
+        for i, name in enumerate(names):
+            if name == folder.pod.container:
+                self.fail(
+                    f"spec.run.withoutContainers[{i}]",
+                    f"{name} is the dispatcher's own container: it cannot be left out",
+                )
+            if name not in sides:
+                has = ", ".join(sides) or "none"
+                self.fail(
+                    f"spec.run.withoutContainers[{i}]",
+                    f"Deployment {folder.pod.deployment} has no init container or sidecar"
+                    f" {name} (it has: {has})",
+                )
+        return names
 
     def objects(self, found: dict[str, Any]) -> objects.Objects:
         """spec.run.objects: each entry a manifest or a path to YAML relative to the

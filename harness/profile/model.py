@@ -80,6 +80,9 @@ class RunSpec:
     objects: Objects = field(default_factory=Objects)
     # the vendor's deploy folder (spec.run.manifests), when the run comes from one
     deploy: DeployFolder | None = None
+    # a deploy folder's init containers and sidecars left out where their image is not
+    # available (kind, existing clusters): spec.run.withoutContainers
+    without_containers: tuple[str, ...] = ()
     rbac: Rbac = field(default_factory=Rbac)
     # a Go main module the harness builds (cached per source) before the run: {binary}
     go_build: Path | None = None

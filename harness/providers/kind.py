@@ -85,6 +85,8 @@ TRANSIENT_KUBECTL_ERRORS = (
     "i/o timeout",
 )
 TRANSIENT_ATTEMPTS = 6
+AUDIT_DIR = "/var/log/mkdc-audit"  # in the manager's node, a folder of the run directory
+AUDIT_POLICY_FILE, AUDIT_LOG_FILE = "audit-policy.yaml", "audit.log"
 Progress = Callable[[str], None]
 
 
@@ -156,6 +158,36 @@ def built_node_patches(v: Versions) -> list[str]:
     ]
 
 
+def audit_patch() -> str:
+    """The manager's kube-apiserver keeps an audit log, as the local provider's does, in
+    a folder of the host mounted into the node (AUDIT_DIR): the recorder tails it there."""
+    args = {
+        "audit-policy-file": f"{AUDIT_DIR}/{AUDIT_POLICY_FILE}",
+        "audit-log-path": f"{AUDIT_DIR}/{AUDIT_LOG_FILE}",
+        "audit-log-format": "json",
+        "audit-log-maxbackup": "0",
+    }
+    server = {
+        "extraArgs": [{"name": k, "value": v} for k, v in args.items()],
+        "extraVolumes": [
+            {"name": "mkdc-audit", "hostPath": AUDIT_DIR, "mountPath": AUDIT_DIR},
+        ],
+    }
+    return yaml.safe_dump({"kind": "ClusterConfiguration", "apiServer": server})
+
+
+def audit_policy() -> dict[str, Any]:
+    """The local provider's policy, less Kueue's own requests beyond Workloads: on kind
+    Kueue is a ServiceAccount of kueue-system, the group whose every request is logged
+    for the dispatcher's sake."""
+    from harness.providers.local import AUDIT_POLICY
+
+    rules = list(AUDIT_POLICY["rules"])
+    kueue = f"system:serviceaccount:{NS}:{KUEUE_DEPLOYMENT}"
+    rules.insert(2, {"level": "None", "users": [kueue]})
+    return {**AUDIT_POLICY, "rules": rules}
+
+
 def render_kind_config(
     role: str,
     v: Versions,
@@ -164,17 +196,24 @@ def render_kind_config(
     image: str | None = None,
     built: bool = False,
     cgroup_v1: bool = False,
+    audit_dir: Path | None = None,
 ) -> dict[str, Any]:
     """kind_configs/<role>.yaml with every node pinned to the node image (kind's for the
-    selected Kubernetes version, or `image` built here) and the patches this host needs."""
+    selected Kubernetes version, or `image` built here) and the patches this host needs;
+    with `audit_dir` (the manager) its apiserver's audit log is written there."""
     path = config_dir / f"{role}.yaml"
     if not path.is_file():
         raise UserError(f"kind config {path} is missing: reinstall mkdc (it ships them)")
     cfg = yaml.safe_load(path.read_text())
     for node in cfg.setdefault("nodes", [{"role": "control-plane"}]):
         node["image"] = image or node_image(v)
+        if audit_dir is not None:
+            mount = {"hostPath": str(audit_dir), "containerPath": AUDIT_DIR}
+            node.setdefault("extraMounts", []).append(mount)
     patches = cfg.setdefault("kubeadmConfigPatches", [])
     patches.append(ETCD_NO_FSYNC_PATCH)
+    if audit_dir is not None:
+        patches.append(audit_patch())
     if cgroup_v1:
         patches.append(CGROUP_V1_PATCH)
     if built:
@@ -698,17 +737,39 @@ class KindProvider:
                 "kindMode": self.mode,
                 "kindClusters": {c.name: c.kind_name for c in clusters},
                 "workerSecrets": {w.name: multikueue.worker_secret_name(w.name) for w in workers},
+                **self._audit_info(clusters[0]),
             },
         )
 
+    def _audit_info(self, manager: KindCluster) -> dict[str, str]:
+        """The manager's audit log, where this run made the cluster with one (a reused dev
+        cluster may predate it)."""
+        audit = self._audit_dir(manager)
+        if audit is None or manager.kind_name not in self.created:
+            return {}
+        return {"auditLog": str(audit / AUDIT_LOG_FILE)}
+
+    def _audit_dir(self, c: KindCluster) -> Path | None:
+        """The manager's audit folder in the run directory; None for a worker, and in dev
+        mode, whose clusters outlive the run directory their node would mount."""
+        if c.is_worker or self.mode != "ci":
+            return None
+        return c.run_dir / f"{c.name}-audit"
+
     def _create(self, c: KindCluster) -> None:
         config = c.run_dir / f"{c.name}.kind.yaml"
+        audit = self._audit_dir(c)
+        if audit is not None:  # the log made first, so whoever runs mkdc can read it
+            audit.mkdir(mode=0o755, exist_ok=True)
+            (audit / AUDIT_POLICY_FILE).write_text(yaml.safe_dump(audit_policy()))
+            (audit / AUDIT_LOG_FILE).touch(mode=0o644)
         cfg = render_kind_config(
             c.role,
             self.versions,
             image=self.node_image,
             built=self.node_image is not None,
             cgroup_v1=self.cgroup_v1,
+            audit_dir=audit,
         )
         config.write_text(yaml.safe_dump(cfg))
         self.created.append(c.kind_name)  # before: an interrupted create leaves containers

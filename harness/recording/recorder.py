@@ -16,7 +16,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,6 +183,26 @@ def _username(entry: dict[str, Any]) -> str:
     return str((entry.get("user") or {}).get("username", ""))
 
 
+POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
+
+
+def per_pod_user(entry: dict[str, Any], accounts: Collection[str]) -> str | None:
+    """`<account> (pod <name>)` for a request of one of `accounts` made with a Pod's bound
+    token (which names its Pod in the audit's user.extra), else None: the replicas of a
+    vendor's Deployment share its ServiceAccount, and the checks tell them apart."""
+    user = entry.get("user") or {}
+    pods = (user.get("extra") or {}).get(POD_NAME_EXTRA) or []
+    if user.get("username") not in accounts or not pods:
+        return None
+    return f"{user['username']} (pod {pods[0]})"
+
+
+def pod_of(user: str) -> str | None:
+    """The Pod a per-Pod user names (per_pod_user), else None."""
+    head, sep, tail = user.rpartition(" (pod ")
+    return tail.rstrip(")") if sep and head else None
+
+
 # (verb, stage) of the reads recorded: a watch when its response starts (its completion
 # comes when it ends)
 READ_REQUESTS = (
@@ -311,12 +331,18 @@ class Recorder:
     """Records one environment's timeline until stopped."""
 
     def __init__(
-        self, env: Environment, *, dispatcher_users: Iterable[str] = (), audit_from: int = 0
+        self,
+        env: Environment,
+        *,
+        dispatcher_users: Iterable[str] = (),
+        audit_from: int = 0,
+        pod_users: bool = False,
     ) -> None:
         self.env = env
         self.audit_from = audit_from  # the audit log before it is earlier runs'
         self.timeline = Timeline()
         self.dispatcher_users = set(dispatcher_users)
+        self.pod_users = pod_users  # replicas share one account: per_pod_user tells them apart
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -463,6 +489,11 @@ class Recorder:
         with self._lock:
             self.timeline.append(event)
 
+    def users(self) -> frozenset[str]:
+        """The dispatcher users, with the per-Pod ones seen so far."""
+        with self._lock:
+            return frozenset(self.dispatcher_users)
+
     def mark(self, what: str, workload: str = "", **data: Any) -> Event:
         """Record something the harness did (an ACTION event) and return it."""
         event = Event(time.monotonic(), MANAGER, Kind.ACTION, workload, {"what": what, **data})
@@ -581,6 +612,12 @@ class Recorder:
             return
         stamp = entry.get("requestReceivedTimestamp") or entry.get("stageTimestamp")
         t = _parse_wall(stamp) + self._wall_offset if stamp else time.monotonic()
+        if self.pod_users:
+            user = per_pod_user(entry, self.dispatcher_users)
+            if user is not None:
+                entry["user"] = {**entry["user"], "username": user}
+                with self._lock:
+                    self.dispatcher_users.add(user)
         for kind, key, data in audit_events(entry, self.dispatcher_users):
             self.emit(Event(t, MANAGER, kind, key, data))
 

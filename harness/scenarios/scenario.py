@@ -102,6 +102,11 @@ class Context:
     control: Any = None  # harness.orchestrate.control.Client when the runner offers one
     worker_secrets: dict[str, str] = field(default_factory=dict)  # worker -> base Secret
 
+    def known_users(self) -> frozenset[str]:
+        """The dispatcher's users, with each Pod's where replicas share a ServiceAccount
+        (seen by the recorder so far)."""
+        return self.dispatcher_users | self.recorder.users()
+
 
 class Scenario:
     """One test's world. Methods read as the scenario's steps."""
@@ -668,6 +673,10 @@ class Scenario:
         """SIGKILL a dispatcher replica (the session owns the process)."""
         self.ctx.control.call("kill-dispatcher", replica=replica)
         self.mark(what, replica=replica, **data)
+
+    def replica_of(self, user: str) -> int:
+        """The replica an audit user is (its own ServiceAccount, or its Pod's)."""
+        return int(self.ctx.control.call("dispatcher-replica", user=user))
 
     def restart_dispatcher(self, replica: int = 0) -> None:
         self.ctx.control.call("start-dispatcher", replica=replica)

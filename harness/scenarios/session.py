@@ -52,6 +52,9 @@ class Session:
     control_address: str
     control_key: bytes
     dispatcher_users: frozenset[str] = frozenset()
+    # replicas share one ServiceAccount (a vendor's Deployment): its requests are told
+    # apart by the Pod that made them (harness.recording.recorder.per_pod_user)
+    pod_users: bool = False
     capabilities: frozenset[str] = frozenset()
     slacks: dict[str, str] = field(default_factory=dict)
     checks: tuple[str, ...] = ()  # --checks: only these (all when empty)
@@ -86,6 +89,7 @@ class Session:
             "reportDir": str(self.report_dir),
             "control": {"address": self.control_address, "key": self.control_key.hex()},
             "dispatcherUsers": sorted(self.dispatcher_users),
+            "podUsers": self.pod_users,
             "capabilities": sorted(self.capabilities),
             "slacks": dict(self.slacks),
             "checks": list(self.checks),
@@ -107,6 +111,7 @@ class Session:
             control_address=doc["control"]["address"],
             control_key=bytes.fromhex(doc["control"]["key"]),
             dispatcher_users=frozenset(doc.get("dispatcherUsers") or ()),
+            pod_users=bool(doc.get("podUsers")),
             capabilities=frozenset(doc.get("capabilities") or ()),
             slacks=dict(doc.get("slacks") or {}),
             checks=tuple(doc.get("checks") or ()),

@@ -111,7 +111,10 @@ def context() -> Iterator[Context]:
     session = current()
     env = Environment.load(session.environment)
     recorder = Recorder(
-        env, dispatcher_users=session.dispatcher_users, audit_from=session.audit_from
+        env,
+        dispatcher_users=session.dispatcher_users,
+        audit_from=session.audit_from,
+        pod_users=session.pod_users,
     ).start()
     client = control.Client(session.control_address, session.control_key)
     ctx = Context(

@@ -93,7 +93,7 @@ def test_leader_failover(scenario):
         first + max(round_timeout(scenario) / 2, b.conflict_window + b.observation_skew)
     )
     leader = scenario.timeline().of(workload).where_writes()[-1].user
-    replica = int(leader.rsplit("-", 1)[1])
+    replica = scenario.replica_of(leader)
     scenario.kill_dispatcher(replica, what="leader-killed", user=leader)
     try:
         scenario.wait_placed(

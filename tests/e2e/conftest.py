@@ -28,6 +28,7 @@ SECONDS = {
     "test_the_installed_wheel_judges_from_an_empty_directory": 80,
     "test_a_kueue_tree_whose_incremental_nominates_every_worker_is_rejected": 50,
     "test_a_replica_that_dies_mid_run_is_said_at_once_and_by_the_checks_after_it": 65,
+    "test_an_init_container_from_a_registry_out_of_reach_is_named_in_one_line": 5,
 }
 DEFAULT_SECONDS = 60.0
 
