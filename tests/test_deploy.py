@@ -14,6 +14,8 @@ import yaml
 from harness.cluster import sandbox
 from harness.errors import UserError
 from harness.orchestrate.dispatcher import downward_api, volumes
+from harness.orchestrate.options import Options
+from harness.orchestrate.run import plan
 from harness.profile import deploy, load_profile
 from harness.profile.deploy import Probe
 
@@ -305,11 +307,6 @@ def test_a_profile_of_a_deploy_folder() -> None:
             "spec.run.command: the Deployment in spec.run.manifests says how the dispatcher runs",
         ),
         ({"manifests": "nowhere"}, "spec.run.manifests: nowhere: no such file or folder"),
-        (
-            {"manifests": str(EXAMPLE)},
-            # the deploy folder's container command, not a spec.run.command it lacks
-            "spec.run.manifests: executable '/manager' not found",
-        ),
     ],
 )
 def test_bad_deploy_profiles_are_one_line(tmp_path: Path, run: dict, problem: str) -> None:
@@ -319,3 +316,24 @@ def test_bad_deploy_profiles_are_one_line(tmp_path: Path, run: dict, problem: st
     with pytest.raises(UserError) as raised:
         load_profile(tmp_path / "p.yaml")
     assert problem in str(raised.value)
+
+
+def test_a_container_command_not_on_this_machine_runs_on_kind_not_locally(
+    tmp_path: Path,
+) -> None:
+    """Without goBuild the image is the vendor's: kind and existing clusters run it, the
+    local provider would run its command here, and says it cannot, in one line."""
+    doc = yaml.safe_load((PROFILES / "example-go-deploy.yaml").read_text())
+    doc["spec"]["run"] = {"manifests": str(EXAMPLE)}  # no goBuild: /manager is the image's
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+    profile = load_profile(tmp_path / "p.yaml")  # a valid profile: kind runs its image
+    assert profile.run is not None and profile.run.host_problem is not None
+    assert profile.run.host_problem.endswith(
+        "spec.run.manifests: executable '/manager' not found on PATH or as a path"
+    )
+    with pytest.raises(UserError) as raised:
+        plan(Options(profile=str(tmp_path / "p.yaml"), provider="local"))
+    assert str(raised.value).endswith(
+        "(the local provider runs the container's command on this machine: give"
+        " spec.run.goBuild, or run the folder's image on --provider kind)"
+    )

@@ -151,6 +151,12 @@ def plan(opts: Options) -> Plan:
     """Every input of one run checked; a UserError says what is wrong. Nothing is started
     or written; only a Kueue source tree is built (cached by its hash)."""
     profile = load_profile(opts.profile)
+    if profile.run is not None and profile.run.host_problem and opts.provider == "local":
+        raise UserError(
+            f"{profile.run.host_problem} (the local provider runs the container's command on"
+            " this machine: give spec.run.goBuild, or run the folder's image on"
+            " --provider kind)"
+        )
     source = opts.kueue_source or os.environ.get("MKDC_KUEUE_SOURCE")
     if source and opts.provider == "existing":
         raise UserError(

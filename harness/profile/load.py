@@ -161,8 +161,12 @@ class _Rules:
                 f"container {pod.container} gives no command (its image's entrypoint runs):"
                 " give spec.run.goBuild, the Go module its image is built from",
             )
+        host_problem = None  # kind and existing clusters run the image: a local run's only
         if go_build is None:
-            self.executable(command[0], dispatcher, "spec.run.manifests")
+            try:
+                self.executable(command[0], dispatcher, "spec.run.manifests")
+            except UserError as exc:
+                host_problem = str(exc)
         rbac = self.rbac(run.get("rbac") or {})
         return RunSpec(
             without_containers=self.without_containers(run, folder),
@@ -178,6 +182,7 @@ class _Rules:
                 namespace_rules=(*folder.namespace_rules, *rbac.namespace_rules),
             ),
             go_build=go_build,
+            host_problem=host_problem,
         )
 
     def without_containers(

@@ -91,6 +91,9 @@ class RunSpec:
     # a container image to run instead of a host process; `command` then holds the
     # container's arguments (`spec.run.args` in the profile)
     image: str | None = None
+    # why a deploy folder's container command cannot run on this machine (the local
+    # provider runs it; kind and existing clusters run the folder's image), one line
+    host_problem: str | None = None
 
     @property
     def account(self) -> str:
