@@ -9,8 +9,10 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from harness.cluster.environment import Environment
+from harness.cluster.probes import Target
+from harness.orchestrate.kubelet import Kubelet, Usage
 from harness.orchestrate.options import Options
-from harness.orchestrate.report_builder import build_report
+from harness.orchestrate.report_builder import build_report, replica_entries
 from harness.profile import load_profile
 from suites.checks import Bounds
 from tests.timelines import Story
@@ -134,3 +136,45 @@ def test_after_an_interrupt_the_checks_not_decided_say_so(tmp_path: Path) -> Non
     assert by_id["CORE-03"].message == (
         "undecided: the run was interrupted (SIGINT) before a scenario decided it"
     )
+
+
+def idle(replicas: int) -> Kubelet:
+    """A kubelet with nothing running to probe or sample."""
+    return Kubelet(None, replicas, lambda r: None, lambda r, w: None, lambda r: Target(None))
+
+
+def test_each_replica_on_this_host_is_reported_with_its_identity_restarts_and_peaks() -> None:
+    kubelet = idle(2)
+    kubelet.usage = {0: Usage(memory=2**20, cpu=0.5, samples=3), 1: Usage(samples=1)}
+    runner = SimpleNamespace(
+        kubelet=kubelet,
+        users={0: (65534, 65534), 1: None},
+        run=SimpleNamespace(account="vendor"),
+        profile=SimpleNamespace(run=object()),
+        process_name=lambda r: f"dispatcher-{r}",
+    )
+    unsampled = SimpleNamespace(kubelet=idle(1))
+    entries = replica_entries(
+        [runner, unsampled, None],  # type: ignore[list-item]
+        [SimpleNamespace(restarts={1: 2}), None, None],  # type: ignore[list-item]
+    )
+    assert entries == [
+        {
+            "process": "dispatcher-0",
+            "environment": 1,
+            "identity": "system:serviceaccount:kueue-system:vendor-0",
+            "user": 65534,
+            "restarts": 0,
+            "peakMemoryBytes": 2**20,
+            "peakCpuCores": 0.5,
+        },
+        {
+            "process": "dispatcher-1",
+            "environment": 1,
+            "identity": "system:serviceaccount:kueue-system:vendor-1",
+            "user": None,
+            "restarts": 2,
+            "peakMemoryBytes": 0,
+            "peakCpuCores": 0.0,
+        },
+    ]  # a runner whose replicas were never sampled (Pods on a cluster) has no rows

@@ -3,11 +3,16 @@ one result per check, with the environment, timeouts, scorecard and findings."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness import results
+from harness.cluster import identity
 from harness.cluster.environment import Environment
+from harness.cluster.kueue_install import NAMESPACE
+from harness.orchestrate.dispatcher import DispatcherRunner
+from harness.orchestrate.exits import ExitWatch
 from harness.orchestrate.options import Options
 from harness.profile import Profile
 from harness.recording.timeline import Timeline
@@ -140,3 +145,47 @@ def _test_name(name: str) -> str:
 def privileges(profile: Profile) -> list[str]:
     """Every rule granted to the dispatcher beyond the baseline role, in words."""
     return [] if profile.run is None else profile.run.rbac.described()
+
+
+def replica_entries(
+    runners: Sequence[DispatcherRunner | None], watches: Sequence[ExitWatch | None]
+) -> list[dict[str, Any]]:
+    """The report's account of each replica run on this host: who it was, its restarts,
+    its peaks beside its requests and limits."""
+    found = []
+    for number, (runner, watch) in enumerate(zip(runners, watches, strict=True), start=1):
+        if (
+            runner is None
+            or not runner.kubelet.usage
+            or not any(u.samples for u in runner.kubelet.usage.values())
+        ):
+            continue
+        assert runner.profile.run is not None
+        for entry in runner.kubelet.report():
+            replica = entry.pop("replica")
+            user = runner.users.get(replica)
+            found.append(
+                {
+                    "process": runner.process_name(replica),
+                    "environment": number,
+                    "identity": identity.username(NAMESPACE, replica, runner.run.account),
+                    "user": None if user is None else user[0],
+                    "restarts": watch.restarts.get(replica, 0) if watch else 0,
+                    **entry,
+                }
+            )
+    return found
+
+
+def exit_entry(event: dict[str, Any]) -> dict[str, Any]:
+    """The report's account of a replica that exited by itself (a replica-exit event)."""
+    return {
+        "process": event.get("process"),
+        "replica": event.get("replica"),
+        "code": event.get("code"),
+        "cause": event.get("cause") or "no output",
+        "atSeconds": event.get("elapsedSeconds"),
+        "log": event.get("log"),
+        "restartedAfterSeconds": event.get("restartIn"),
+        "crashLoop": bool(event.get("crashLoop")),
+    }

@@ -37,7 +37,14 @@ from harness.orchestrate import container, control, deployrun
 from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
 from harness.orchestrate.exits import ExitWatch
 from harness.orchestrate.options import Options
-from harness.orchestrate.report_builder import build_report, due, environment_section, privileges
+from harness.orchestrate.report_builder import (
+    build_report,
+    due,
+    environment_section,
+    exit_entry,
+    privileges,
+    replica_entries,
+)
 from harness.profile import SHARED, Profile, RunSpec, explain, load_profile, objects
 from harness.providers import FAULTS
 from harness.report import UNDECIDED, Report, write_all
@@ -427,8 +434,8 @@ def judge(
             report.environment["injectedFaults"] = _injected(injected, started)
             if not_injected:
                 report.environment["faultsNotInjected"] = not_injected
-        report.dispatcher_exits = [_exit_entry(e) for e in reporter.progress.exits]
-        replicas = _replica_entries(runners, watches)
+        report.dispatcher_exits = [exit_entry(e) for e in reporter.progress.exits]
+        replicas = replica_entries(runners, watches)
         if replicas:
             report.environment["replicas"] = replicas
         summary = report.summary()
@@ -442,50 +449,6 @@ def judge(
             report=str(report_dir / "report.yaml"),
         )
     return _say_verdict(report, summary, report_dir, interrupted)
-
-
-def _replica_entries(
-    runners: Sequence[DispatcherRunner | None], watches: Sequence[ExitWatch | None]
-) -> list[dict[str, Any]]:
-    """The report's account of each replica run on this host: who it was, its restarts,
-    its peaks beside its requests and limits."""
-    found = []
-    for number, (runner, watch) in enumerate(zip(runners, watches, strict=True), start=1):
-        if (
-            runner is None
-            or not runner.kubelet.usage
-            or not any(u.samples for u in runner.kubelet.usage.values())
-        ):
-            continue
-        assert runner.profile.run is not None
-        for entry in runner.kubelet.report():
-            replica = entry.pop("replica")
-            user = runner.users.get(replica)
-            found.append(
-                {
-                    "process": runner.process_name(replica),
-                    "environment": number,
-                    "identity": identity.username(NAMESPACE, replica, runner.run.account),
-                    "user": None if user is None else user[0],
-                    "restarts": watch.restarts.get(replica, 0) if watch else 0,
-                    **entry,
-                }
-            )
-    return found
-
-
-def _exit_entry(event: dict[str, Any]) -> dict[str, Any]:
-    """The report's account of a replica that exited by itself (a replica-exit event)."""
-    return {
-        "process": event.get("process"),
-        "replica": event.get("replica"),
-        "code": event.get("code"),
-        "cause": event.get("cause") or "no output",
-        "atSeconds": event.get("elapsedSeconds"),
-        "log": event.get("log"),
-        "restartedAfterSeconds": event.get("restartIn"),
-        "crashLoop": bool(event.get("crashLoop")),
-    }
 
 
 def _fresh_report_dir(report_dir: Path, env: Environment, profile: str) -> dict[str, float]:
