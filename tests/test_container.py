@@ -216,7 +216,7 @@ def test_an_image_not_in_docker_is_one_line_saying_how_to_get_it(
         calls.append(argv)
         return subprocess.CompletedProcess(argv, 1, "", "Error: No such image")
 
-    monkeypatch.setattr(container.subprocess, "run", absent)
+    monkeypatch.setattr(subprocess, "run", absent)
     with pytest.raises(UserError) as err:
         container.prepare(load(tmp_path), "local", lambda _msg: None)
     assert "\n" not in str(err.value)

@@ -99,7 +99,7 @@ def test_the_profile_leaves_it_out_and_says_so(tmp_path: Path) -> None:
         "RoleBinding",
         "ServiceAccount",
     ]
-    assert deployrun.service_account_user(deployment, run.deploy.account) == ACCOUNT
+    assert deployrun.service_account_user(deployment, run.account) == ACCOUNT
 
 
 def test_an_image_that_is_here_is_loaded_and_the_container_kept(tmp_path: Path) -> None:

@@ -65,7 +65,12 @@ def account_name(replica: int, account: str = ROLE) -> str:
 
 def username(namespace: str, replica: int, account: str = ROLE) -> str:
     """How the apiserver (and so the audit log) names replica `replica`."""
-    return f"system:serviceaccount:{namespace}:{account_name(replica, account)}"
+    return service_account_user(namespace, account_name(replica, account))
+
+
+def service_account_user(namespace: str, name: str) -> str:
+    """How the apiserver names the ServiceAccount `name` of `namespace`."""
+    return f"system:serviceaccount:{namespace}:{name}"
 
 
 @dataclass(frozen=True)

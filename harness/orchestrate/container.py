@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from harness.orchestrate.dispatcher import (
     pod_variables,
 )
 from harness.profile import IMAGE_BINARY, Profile, fill
+from harness.providers import kind_images
 
 MOUNT_DIR = "/etc/mkdc/files"  # where the profile's files are mounted in the container
 FILES_CONFIGMAP = "mkdc-dispatcher-files"
@@ -200,21 +200,13 @@ def prepare(profile: Profile, provider: str, progress: Progress) -> ImageSource:
     if docker is None:
         raise UserError("profile spec.run.image needs Docker: docker is not on PATH")
     if run.go_build is not None:
-        from harness.providers import kind_images
-
         binary = toolchain.build_go_module(run.go_build, progress)
         image = kind_images.binary_image(run.image, {IMAGE_BINARY: binary}, [IMAGE_BINARY])
         progress(f"image {run.image}: {binary.name} at {IMAGE_BINARY} ({image.archive})")
         if provider == "local":
             _docker([docker, "load", "-i", str(image.archive)], f"docker load {run.image}")
         return ImageSource(run.image, image.archive)
-    probe = subprocess.run(
-        [docker, "image", "inspect", "--format", "{{.Id}}", run.image],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if probe.returncode != 0:
+    if not kind_images.docker_has(run.image):
         raise UserError(
             f"profile spec.run.image: {shown(run.image)} is not in the local Docker engine"
             " (images are never pulled): build it or `docker load` it, or set"
@@ -223,12 +215,19 @@ def prepare(profile: Profile, provider: str, progress: Progress) -> ImageSource:
     return ImageSource(run.image)
 
 
-def _docker(argv: list[str], what: str) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        tail = "; ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
-        raise UserError(f"{what} failed: {tail}")
-    return proc.stdout
+_docker = kind_images.run_tool  # one name here, so the tests can stand in for Docker
+
+
+def kill_containers(pod: Any) -> None:
+    """A crash of `pod`: each of its containers' tasks SIGKILLed on its kind node (`ctr
+    task kill`), where a pod deletion alone would send SIGTERM first."""
+    node = pod.spec.node_name
+    for status in pod.status.container_statuses or []:
+        if node and status.container_id:
+            cid = status.container_id.split("://", 1)[-1]
+            kill = ["ctr", "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", cid]
+            with contextlib.suppress(UserError):
+                _docker(["docker", "exec", node, *kill], "ctr task kill")
 
 
 # ------------------------------------------------------------ local: containers
@@ -441,13 +440,7 @@ class PodRunner(DispatcherRunner):
         pods = self._pods(replica)
         self.save_logs()
         for pod in pods:
-            node = pod.spec.node_name
-            for status in pod.status.container_statuses or []:
-                if node and status.container_id:
-                    cid = status.container_id.split("://", 1)[-1]
-                    kill = ["ctr", "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", cid]
-                    with contextlib.suppress(UserError):
-                        _docker(["docker", "exec", node, *kill], "ctr task kill")
+            kill_containers(pod)
         self._scale(replica, 0)
         for pod in pods:
             with contextlib.suppress(Exception):

@@ -31,15 +31,16 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from harness.cluster import kube
+from harness.cluster import identity, kube
 from harness.cluster.environment import Environment
 from harness.cluster.kueue_install import NAMESPACE
 from harness.cluster.procs import Supervisor
 from harness.errors import UserError, shown
-from harness.orchestrate.container import FATAL_WAITING, ImageSource
+from harness.orchestrate.container import FATAL_WAITING, ImageSource, kill_containers
 from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
 from harness.profile import IMAGE_BINARY, Profile, RunSpec
 from harness.profile.deploy import DeployFolder, side_containers
+from harness.providers import kind_images
 from harness.recording.recorder import pod_of
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
@@ -168,11 +169,9 @@ def unapplied(run: RunSpec) -> list[str]:
 
 def docker_has(image: str) -> bool:
     """Whether the local Docker engine has `image` (never pulled)."""
-    docker = shutil.which("docker")
-    if docker is None:
+    if shutil.which("docker") is None:
         raise UserError("spec.run.manifests on kind needs Docker: docker is not on PATH")
-    probe = [docker, "image", "inspect", "--format", "{{.Id}}", image]
-    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+    return kind_images.docker_has(image)
 
 
 # ------------------------------------------------------------ the documents
@@ -230,8 +229,9 @@ def selector(deployment: dict[str, Any]) -> str:
 
 
 def service_account_user(deployment: dict[str, Any], account: str) -> str:
-    namespace = deployment["metadata"].get("namespace") or NAMESPACE
-    return f"system:serviceaccount:{namespace}:{account}"
+    return identity.service_account_user(
+        deployment["metadata"].get("namespace") or NAMESPACE, account
+    )
 
 
 # ------------------------------------------------------------ the clusters
@@ -256,19 +256,6 @@ def kind_cluster_of(env: Environment) -> str | None:
         found = subprocess.run(probe, capture_output=True, text=True, check=False)
         names.add(found.stdout.strip() if found.returncode == 0 else "")
     return names.pop() if len(names) == 1 and "" not in names else None
-
-
-def _run(argv: list[str], what: str) -> None:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise UserError(
-            f"{what} failed: {argv[0]} cannot run ({exc.strerror}): install it, or"
-            " `mkdc bins --kind` and put its kind on PATH"
-        ) from None
-    if proc.returncode != 0:
-        tail = "; ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
-        raise UserError(f"{what} failed: {tail}")
 
 
 class DeploymentRunner(DispatcherRunner):
@@ -325,7 +312,9 @@ class DeploymentRunner(DispatcherRunner):
             loads.append(["kind", "load", "docker-image", self.images.main])
         loads += [["kind", "load", "docker-image", image] for image in self.images.from_docker]
         for argv in loads:
-            _run([*argv, "--name", self.images.kind], f"loading {argv[-1]} into kind")
+            kind_images.run_tool(
+                [*argv, "--name", self.images.kind], f"loading {argv[-1]} into kind"
+            )
 
     def _apply(self, doc: dict[str, Any]) -> None:
         """Server-side apply, refusing to take over an object this run did not make:
@@ -423,13 +412,7 @@ class DeploymentRunner(DispatcherRunner):
                 self.namespace,
                 {"metadata": {"annotations": {DELETION_COST: "-2147483648"}}},
             )
-        node = pod.spec.node_name
-        for status in pod.status.container_statuses or []:
-            if node and status.container_id and shutil.which("docker"):
-                cid = status.container_id.split("://", 1)[-1]
-                kill = ["ctr", "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", cid]
-                with contextlib.suppress(UserError):
-                    _run(["docker", "exec", node, *kill], "ctr task kill")
+        kill_containers(pod)
         self.down.add(replica)
         self._scale()
         with contextlib.suppress(ApiException):

@@ -154,13 +154,8 @@ def replica_entries(
     its peaks beside its requests and limits."""
     found = []
     for number, (runner, watch) in enumerate(zip(runners, watches, strict=True), start=1):
-        if (
-            runner is None
-            or not runner.kubelet.usage
-            or not any(u.samples for u in runner.kubelet.usage.values())
-        ):
-            continue
-        assert runner.profile.run is not None
+        if runner is None or not any(u.samples for u in runner.kubelet.usage.values()):
+            continue  # replicas not on this host (Pods of a cluster): never sampled
         for entry in runner.kubelet.report():
             replica = entry.pop("replica")
             user = runner.users.get(replica)

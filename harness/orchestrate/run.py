@@ -841,10 +841,10 @@ def _start_deployment(
     log(
         f"{where}starting the dispatcher as Deployment {runner.name} in the manager"
         f" ({run.replicas} replica(s), image {deployed.main},"
-        f" ServiceAccount {run.deploy.account})"
+        f" ServiceAccount {run.account})"
     )
     runner.start_all()
-    users = frozenset({deployrun.service_account_user(deployment, run.deploy.account)})
+    users = frozenset({deployrun.service_account_user(deployment, run.account)})
     audit = env.info.get("auditLog")
     if audit:
         runner.wait_ready(Path(audit), users, since=audit_from)

@@ -137,11 +137,6 @@ class DeployFolder:
     def deployment(self) -> dict[str, Any]:
         return next(d for d in self.documents if d["kind"] == "Deployment")
 
-    @property
-    def account(self) -> str:
-        """The ServiceAccount the Deployment's pods run as."""
-        return self.pod.service_account
-
 
 def side_containers(deployment: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(what, name, image) of every container but the dispatcher's (the first): init

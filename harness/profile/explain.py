@@ -155,7 +155,7 @@ def _applied(run: RunSpec, rows: list[tuple[str, str]]) -> list[tuple[str, str]]
         "starts": f"Deployment {folder.pod.deployment}: its Pods, image {folder.pod.image}"
         f" ({image}, never pulled)",
         "replicas": f"{run.replicas}, each a Pod of the Deployment, on the Pod network",
-        "identity": f"the folder's ServiceAccount {folder.account}, each Pod its own token",
+        "identity": f"the folder's ServiceAccount {run.account}, each Pod its own token",
         "privileges": "the folder's RBAC, as written:",
         "before start": f"applied to the manager as written (server-side): {docs}",
     }

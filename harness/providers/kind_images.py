@@ -52,8 +52,13 @@ def images_dir() -> Path:
     return toolchain.cache_dir() / "images"
 
 
-def _run(argv: list[str], what: str, **kwargs: object) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
+def run_tool(argv: list[str], what: str, **kwargs: object) -> str:
+    """argv's output; a UserError of one line, with the tail of what it said, when it
+    fails or cannot run at all."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
+    except OSError as exc:
+        raise UserError(f"{what} failed: {argv[0]} cannot run ({exc.strerror})") from None
     if proc.returncode != 0:
         tail = "; ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
         raise UserError(f"{what} failed (`{' '.join(argv[:4])}`): {tail}")
@@ -262,7 +267,7 @@ def debian_rootfs(progress: Progress) -> Path:
         root = Path(tmp) / "root"
         progress(f"node image: debootstrap {SUITE} from {MIRROR} (about 2 minutes)")
         started = time.monotonic()
-        _run(
+        run_tool(
             [
                 "debootstrap",
                 "--variant=minbase",
@@ -281,7 +286,7 @@ def debian_rootfs(progress: Progress) -> Path:
         ):
             shutil.rmtree(root / junk, ignore_errors=True)
         partial = tarball.with_name(tarball.name + ".partial")
-        _run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], "tar")
+        run_tool(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], "tar")
         partial.rename(tarball)
         progress(f"node image: rootfs ready in {time.monotonic() - started:.0f}s")
     return tarball
@@ -301,7 +306,7 @@ def pause_binary(v: Versions) -> Path:
             "a C compiler (cc) is needed to build the pause binary: apt-get install gcc"
         )
     images_dir().mkdir(parents=True, exist_ok=True)
-    _run(
+    run_tool(
         [cc, "-Os", "-static", "-DVERSION=mkdc", "-o", str(target), str(source)], "compiling pause"
     )
     return target
@@ -454,8 +459,10 @@ def node_tag(v: Versions) -> str:
 
 
 def docker_has(tag: str) -> bool:
+    """Whether the local Docker engine has the image `tag` (nothing is ever pulled)."""
+    docker = shutil.which("docker") or "docker"
     proc = subprocess.run(
-        ["docker", "image", "inspect", "--format", "{{.Id}}", tag],
+        [docker, "image", "inspect", "--format", "{{.Id}}", tag],
         capture_output=True,
         text=True,
         check=False,
@@ -475,7 +482,7 @@ def node_image(v: Versions, progress: Progress) -> str:
     with tempfile.TemporaryDirectory(dir=images_dir(), prefix="node-") as tmp:
         root = Path(tmp) / "root"
         root.mkdir()
-        _run(
+        run_tool(
             ["tar", "-C", str(root), "--numeric-owner", "-xf", str(rootfs)], "unpacking the rootfs"
         )
         progress("node image: control-plane images")
@@ -487,11 +494,11 @@ def node_image(v: Versions, progress: Progress) -> str:
             f"set -o pipefail; tar -C {shlex.quote(str(root))} --numeric-owner -c . | docker import"
             f" --change 'ENV container=docker' - {stage}"
         )
-        _run(["bash", "-c", stream], "docker import")
+        run_tool(["bash", "-c", stream], "docker import")
     name = "mkdc-node-build-" + hashlib.sha256(tag.encode()).hexdigest()[:8]
     subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
     try:
-        _run(
+        run_tool(
             [
                 "docker",
                 "run",
@@ -507,8 +514,8 @@ def node_image(v: Versions, progress: Progress) -> str:
             "docker run",
         )
         progress("node image: loading the control-plane images into containerd")
-        _run(["docker", "exec", name, "bash", "-c", IMPORT_SCRIPT], "loading images")
-        _run(
+        run_tool(["docker", "exec", name, "bash", "-c", IMPORT_SCRIPT], "loading images")
+        run_tool(
             [
                 "docker",
                 "commit",
@@ -613,7 +620,7 @@ def _lay_out_node(
             entry.unlink()
     with (root / "etc/systemd/journald.conf").open("a") as journald:
         journald.write("ReadKMsg=no\n")
-    _run(
+    run_tool(
         [
             "chroot",
             str(root),
@@ -625,7 +632,7 @@ def _lay_out_node(
         ],
         "systemctl enable",
     )
-    _run(["chroot", str(root), "systemctl", "mask", "systemd-binfmt.service"], "systemctl mask")
+    run_tool(["chroot", str(root), "systemctl", "mask", "systemd-binfmt.service"], "systemctl mask")
 
 
 def _kustomize(
@@ -638,7 +645,7 @@ def _kustomize(
         folder.chmod(0o755 if folder.is_dir() else 0o644)
     kustomization = {"resources": [f"upstream/{base}"], **extra}
     (overlay / "kustomization.yaml").write_text(json.dumps(kustomization))
-    return _run([str(kubectl), "kustomize", str(overlay)], f"kustomize {source.name}")
+    return run_tool([str(kubectl), "kustomize", str(overlay)], f"kustomize {source.name}")
 
 
 PULL_IF_NOT_PRESENT = json.dumps(
