@@ -45,11 +45,6 @@ from harness.recording.recorder import pod_of
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 KIND_LABEL = "io.x-k8s.kind.cluster"  # on every kind node's container
-CLUSTER_SCOPED = frozenset(
-    {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
-    | {"PriorityClass", "StorageClass", "MutatingWebhookConfiguration"}
-    | {"ValidatingWebhookConfiguration", "APIService"}
-)
 SETTLE_SECONDS = 3.0  # a pod whose containers have not restarted this long counts as started
 Progress = Callable[[str], None]
 HasImage = Callable[[str], bool]
@@ -181,18 +176,19 @@ def documents(
     run: RunSpec, left_out: Sequence[str], labels: dict[str, str], *, pull_never: bool
 ) -> list[dict[str, Any]]:
     """The folder's documents as applied: as written, labelled with the run (so its
-    inventory finds them), a namespaced one without a namespace in Kueue's; the
-    Deployment with the profile's replicas and env, without the containers left out, and
-    with `imagePullPolicy: Never` where every image was loaded (kind)."""
+    inventory finds them); the Deployment in Kueue's namespace unless it names one, with
+    the profile's replicas and env, without the containers left out, and with
+    `imagePullPolicy: Never` where every image was loaded (kind). Any other namespaced
+    kind without a namespace gets Kueue's as it is applied, where the cluster says which
+    kinds are namespaced (a vendor's own CRD's too)."""
     assert run.deploy is not None
     out = []
     for written in run.deploy.documents:
         doc = copy.deepcopy(written)
         meta = doc.setdefault("metadata", {})
         meta["labels"] = {**(meta.get("labels") or {}), **labels}
-        if doc["kind"] not in CLUSTER_SCOPED and not meta.get("namespace"):
-            meta["namespace"] = NAMESPACE
-        if doc["kind"] == "Deployment":
+        if doc["kind"] == "Deployment":  # the others get theirs as applied (`_apply`)
+            meta["namespace"] = meta.get("namespace") or NAMESPACE
             _deployment(doc, run, left_out, pull_never)
         out.append(doc)
     return out
@@ -322,6 +318,8 @@ class DeploymentRunner(DispatcherRunner):
         is there already is used, not applied)."""
         meta = doc["metadata"]
         res = kube.resource(self.dyn, doc["apiVersion"], doc["kind"])
+        if res.namespaced and not meta.get("namespace"):  # as the cluster knows the kind
+            meta["namespace"] = NAMESPACE
         try:
             there = res.get(name=meta["name"], namespace=meta.get("namespace")).to_dict()
         except ApiException as exc:
