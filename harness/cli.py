@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NoReturn
 
-from harness.cluster import faults, rundir, toolchain, versions
+from harness.cluster import builds, faults, rundir, toolchain, upstream, versions
 from harness.counts import MAX_COUNT, valid_count
 from harness.durations import parse_duration
 from harness.errors import UserError, command_exit, shown, shown_path
@@ -100,8 +100,8 @@ def cmd_bins(args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(max_workers=1) as aside:
         # the kind node's rootfs downloads while the binaries compile
         rootfs = aside.submit(_node_rootfs) if args.kind else None
-        paths = toolchain.build_all(v, _log, node=args.kind)
-        toolchain.manifests(v)
+        paths = builds.build_all(v, _log, node=args.kind)
+        upstream.manifests(v)
         _log(f"{len(paths)} binaries ready in {time.monotonic() - started:.1f}s")
         if rootfs is not None:
             rootfs.result()
@@ -152,7 +152,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"{component.key:32} {state}  {toolchain.bin_dir(component)}")
         problems += not built
     try:
-        m = toolchain.manifests(v) if go else None
+        m = upstream.manifests(v) if go else None
         print(f"manifests: {'ok ' + str(m.kueue_dir) if m else 'unknown (needs go)'}")
     except UserError as exc:
         print(f"manifests: {exc}")
@@ -256,7 +256,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     if running is not None:
         raise UserError(f"an environment is already running ({running}): run `mkdc down` first")
     v = _selected(args)
-    toolchain.build_kueue_source(v, _log)
+    builds.build_kueue_source(v, _log)
     provider = LocalProvider(
         v,
         workers=args.workers,

@@ -64,7 +64,12 @@ def test_the_tree_hash_follows_what_the_binary_is_built_from(tmp_path):
     (tree / "README.md").write_text("changed\n")
     assert versions.source_tree_hash(tree) == before
     (tree / "cmd" / "kueue" / "main.go").write_text("package main\n\nfunc main() { panic(1) }\n")
-    assert versions.source_tree_hash(tree) != before
+    edited = versions.source_tree_hash(tree)
+    assert edited != before
+    # a vendored tree is built from vendor/: its listing of modules counts
+    (tree / "vendor").mkdir()
+    (tree / "vendor" / "modules.txt").write_text("# example.com/dep v1.0.0\n")
+    assert versions.source_tree_hash(tree) != edited
 
 
 def test_a_git_tree_is_named_by_git_describe_and_driven_as_its_release(tmp_path, monkeypatch):

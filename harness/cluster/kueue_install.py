@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from harness.cluster.kube import load_documents
-from harness.cluster.toolchain import Manifests
+from harness.cluster.upstream import Manifests
 
 NAMESPACE = "kueue-system"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"

@@ -151,16 +151,17 @@ def source_tree_hash(root: Path) -> str:
 
 
 def go_sources_hash(root: Path, *, skip: Collection[str] = (), tests: bool = True) -> str:
-    """sha256 over the go.mod, go.sum and Go files below `root`, with their paths: what a
-    Go build reads. `skip`: top-level folders no build reads (not walked); `tests`: the
-    _test.go files too."""
+    """sha256 over the go.mod, go.sum, vendor/modules.txt and Go files below `root`, with
+    their paths: what a Go build reads. `skip`: top-level folders no build reads (not
+    walked); `tests`: the _test.go files too."""
     found = []
     for folder, dirs, files in os.walk(root):
         if folder == str(root):
             dirs[:] = [d for d in dirs if d not in skip]
         for name in files:
             go = name.endswith(".go") and (tests or not name.endswith("_test.go"))
-            if go or name in ("go.mod", "go.sum"):
+            vendored = name == "modules.txt" and folder == str(root / "vendor")
+            if go or vendored or name in ("go.mod", "go.sum"):
                 found.append(Path(folder) / name)
     digest = hashlib.sha256()
     for path in sorted(found):

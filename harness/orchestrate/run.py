@@ -27,7 +27,7 @@ from typing import Any
 
 import psutil
 
-from harness.cluster import faults, identity, kube, mountns, procs, rundir, toolchain, versions
+from harness.cluster import builds, faults, identity, kube, mountns, procs, rundir, versions
 from harness.cluster.environment import Environment
 from harness.cluster.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.cluster.multikueue import API as KUEUE_API
@@ -172,7 +172,7 @@ def plan(opts: Options) -> Plan:
         )
     v = versions.select(opts.kueue_version, opts.kubernetes_version, source)
     # a Kueue source tree is built here: one that does not build is bad input
-    toolchain.build_kueue_source(v, log)
+    builds.build_kueue_source(v, log)
     catalogue = load_suite().catalogue
     unknown = [c for c in (*opts.checks, *opts.skip_checks) if c not in catalogue]
     if unknown:
@@ -224,7 +224,7 @@ def _build(p: Plan) -> None:
     if run is not None and run.image is not None:
         p.image = container.prepare(p.profile, p.opts.provider, log)
     elif run is not None and run.go_build is not None:
-        built = toolchain.build_go_module(run.go_build, log)
+        built = builds.build_go_module(run.go_build, log)
         p.profile = replace(p.profile, run=replace(run, built=built))
         if run.deploy is not None and p.opts.provider != "local":
             p.image = deployrun.build_image(run.deploy, built, log)

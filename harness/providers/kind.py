@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from harness.cluster import kueue_install, multikueue, rundir, toolchain
+from harness.cluster import kueue_install, multikueue, rundir, upstream
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.versions import Versions
 from harness.errors import UserError
@@ -389,7 +389,7 @@ def _yaml_stream(docs: Sequence[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(list(docs), sort_keys=False)
 
 
-def kwok_stages(man: toolchain.Manifests) -> str:
+def kwok_stages(man: upstream.Manifests) -> str:
     """The local provider's stages plus node heartbeats (kind runs a node lifecycle controller)."""
     node_dir = man.kwok_stages[0].parent.parent  # .../kustomize/stage/node
     files = [*man.kwok_stages, node_dir / "heartbeat-with-lease/node-heartbeat-with-lease.yaml"]
@@ -422,7 +422,7 @@ def release_sources(v: Versions) -> Sources:
 def install_plan(
     c: KindCluster,
     v: Versions,
-    man: toolchain.Manifests,
+    man: upstream.Manifests,
     kueue_cfg: dict[str, Any],
     nodes: Sequence[dict[str, Any]] = (),
     extra_manifests: Sequence[Path] = (),
@@ -504,7 +504,7 @@ class KindProvider:
         node_capacity: dict[str, str] | None = None,
         runner: Runner = subprocess_runner,
         which: Callable[[str], str | None] = shutil.which,
-        manifests: Callable[[Versions], toolchain.Manifests] = toolchain.manifests,
+        manifests: Callable[[Versions], upstream.Manifests] = upstream.manifests,
         wire: Callable[[Environment], None] = multikueue.wire,
         sleep: Callable[[float], None] = time.sleep,
         progress: Progress | None = None,
@@ -666,7 +666,7 @@ class KindProvider:
             worker_images=built.worker_images,
         )
 
-    def _resolve_write_mode(self, man: toolchain.Manifests) -> None:
+    def _resolve_write_mode(self, man: upstream.Manifests) -> None:
         """The same nominationWrites rules as the local provider, before any cluster exists."""
         minor = self.versions.kubernetes_minor
         self.write_mode = self.write_mode or kueue_install.default_write_mode(man, minor)
@@ -686,7 +686,7 @@ class KindProvider:
             for n in names
         ]
 
-    def _up(self, man: toolchain.Manifests) -> Environment:
+    def _up(self, man: upstream.Manifests) -> Environment:
         assert self.run_dir is not None
         clusters = self.plan_clusters(self.run_dir)
         present = set(self._run(Cmd(("kind", "get", "clusters"))).split())
@@ -786,7 +786,7 @@ class KindProvider:
         c.kubeconfig.write_text(yaml.safe_dump(kc))
         c.kubeconfig.chmod(0o600)
 
-    def _install(self, c: KindCluster, man: toolchain.Manifests, defaults: dict[str, Any]) -> None:
+    def _install(self, c: KindCluster, man: upstream.Manifests, defaults: dict[str, Any]) -> None:
         cfg = kueue_configuration(
             defaults,
             kueue_version=self.versions.kueue,

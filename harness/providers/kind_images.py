@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import toolchain
+from harness.cluster import builds, gomodules, toolchain, upstream
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 
@@ -241,7 +241,7 @@ def kwok_image(v: Versions) -> Image:
 def node_binaries(v: Versions, progress: Progress) -> dict[str, Path]:
     """kubelet, kubeadm, kubectl, kube-proxy and kind (built once, then cached)."""
     node, kind, coredns = toolchain.node_components(v)
-    folders = toolchain.build_many([[node], [kind, coredns]], progress)
+    folders = builds.build_many([[node], [kind, coredns]], progress)
     return {name: folders[c.key] / name for c in (node, kind, coredns) for name in c.binaries}
 
 
@@ -298,7 +298,7 @@ def pause_binary(v: Versions) -> Path:
     if target.is_file():
         return target
     source = (
-        toolchain.module_dir("k8s.io/kubernetes", f"v{v.kubernetes}") / "build/pause/linux/pause.c"
+        gomodules.module_dir("k8s.io/kubernetes", f"v{v.kubernetes}") / "build/pause/linux/pause.c"
     )
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
@@ -559,7 +559,7 @@ def superseded_node_images(v: Versions, current: str, listed: list[str]) -> list
 
 
 def _kind_base_files(v: Versions) -> Path:
-    return toolchain.module_dir("sigs.k8s.io/kind", f"v{v.kind}") / "images/base/files"
+    return gomodules.module_dir("sigs.k8s.io/kind", f"v{v.kind}") / "images/base/files"
 
 
 def _lay_out_node(
@@ -675,8 +675,8 @@ def offline_manifests(v: Versions, work: Path) -> tuple[Path, Path]:
     """Kueue's and KWOK's install manifests, rendered from their modules (as their
     releases are) with the images built here; returns (kueue.yaml, kwok.yaml)."""
     kubectl = node_binary_path(v, "kubectl")
-    kueue_dir = toolchain.kueue_dir(v)
-    kwok_dir = toolchain.module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
+    kueue_dir = upstream.kueue_dir(v)
+    kwok_dir = gomodules.module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
     kueue = _render(
         kubectl,
         work / "kueue-manifests",
