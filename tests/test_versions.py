@@ -48,7 +48,10 @@ def test_a_kueue_source_tree_brings_its_kubernetes_and_is_named_by_its_hash(tmp_
     tree = _kueue_tree(tmp_path / "kueue", api="v0.36.4")
     v = versions.select(source=str(tree))
     assert v.source is not None and v.source.path == str(tree.resolve())
-    assert (v.kueue, v.kubernetes) == ("0.19.2", "1.36.4")  # driven as the default release
+    # driven as the default release, on its Kubernetes: the same minor, a patch behind
+    assert (v.kueue, v.kubernetes, v.source.kubernetes) == ("0.19.2", "1.36.2", "1.36.4")
+    newer = _kueue_tree(tmp_path / "newer", api="v0.37.1")
+    assert versions.select(source=str(newer)).kubernetes == "1.37.1"  # a minor it has not
     assert v.kueue_label == f"source tree {v.source.tree} ({tree.resolve()})"
     monkeypatch.setenv("MKDC_KUEUE_SOURCE", str(tree))
     assert versions.select().source == v.source

@@ -5,7 +5,9 @@ MKDC_KUBERNETES_VERSION. Each Kueue version has a default Kubernetes version.
 
 `--kueue-source DIR` (MKDC_KUEUE_SOURCE) puts a Kueue source tree in place of the
 released Kueue: its manager is built from the tree, its manifests rendered from the
-tree's `config/`, Kubernetes taken from the tree's go.mod. The rest of the environment
+tree's `config/`, Kubernetes of the minor version the tree's go.mod names (the matrix
+point's patch when it has that minor: a patch changes no API, and a tree newer by a patch
+than any release mkdc knows reuses the cached control plane). The rest of the environment
 (etcd, KWOK, and the Kueue release whose module versions the control plane is built
 against) is the matrix point the tree is driven as: the release its `git describe` names
 when the matrix has that minor version, else `--kueue-version`, else the default.
@@ -107,7 +109,7 @@ def select(
         )
     chosen = MATRIX[kueue]
     if tree is not None:
-        chosen = replace(chosen, source=tree, kubernetes=tree.kubernetes)
+        chosen = replace(chosen, source=tree, kubernetes=_kubernetes_for(tree, chosen))
     if kubernetes:
         kubernetes = _strip_v(kubernetes)
         # digits only: the minor version is read as a number, the rest names a module
@@ -199,6 +201,13 @@ def _release_of(describe: str) -> str | None:
     if m is None:
         return None
     return next((k for k in MATRIX if k.split(".")[:2] == [m.group(1), m.group(2)]), None)
+
+
+def _kubernetes_for(tree: KueueSource, driven_as: Versions) -> str:
+    """The Kubernetes a tree runs on: the matrix point's when of the same minor version as
+    the tree's k8s.io/api, else the tree's own."""
+    same_minor = tree.kubernetes.split(".")[:2] == driven_as.kubernetes.split(".")[:2]
+    return driven_as.kubernetes if same_minor else tree.kubernetes
 
 
 def _kubernetes_of(root: Path) -> str:
