@@ -66,3 +66,19 @@ def test_the_command_prints_it(tmp_path: Path, capsys) -> None:
     assert cli.main(["report", "summary", str(_folder(tmp_path)), "--artifact", "r"]) == 0
     assert "| EXT-03 Bounded fan-out | ❌ failed |" in capsys.readouterr().out
     assert cli.main(["report", "summary", str(tmp_path / "nope")]) == 2
+
+
+def test_a_check_named_but_not_decided_is_told() -> None:
+    from harness.report.model import CheckResult, not_decided
+
+    checks = [
+        CheckResult("EXT-03", "n", "passed"),
+        CheckResult("EXT-07", "n", "skipped", "needs 375s: runs in the full run (--full)"),
+        CheckResult("EXT-11", "n", "undecided"),
+        CheckResult("CORE-01", "n", "skipped"),  # not named: a run of every check skips it
+    ]
+    assert [c.id for c in not_decided(checks, ["EXT-03", "EXT-07", "EXT-11"])] == [
+        "EXT-07",
+        "EXT-11",
+    ]
+    assert not_decided(checks, []) == []

@@ -48,6 +48,7 @@ from harness.orchestrate.report_builder import (
 from harness.profile import SHARED, Profile, RunSpec, explain, load_profile, objects
 from harness.providers import FAULTS
 from harness.report import UNDECIDED, Report, write_all
+from harness.report.model import not_decided
 from harness.scenarios import inventory, progress, scenario, slots
 from harness.scenarios.session import EVENTS_FILE, SESSION_ENV, Session
 from harness.suite import catalogue as suite_catalogue
@@ -448,7 +449,7 @@ def judge(
             interrupted=interrupted or None,
             report=str(report_dir / "report.yaml"),
         )
-    return _say_verdict(report, summary, report_dir, interrupted)
+    return _say_verdict(report, summary, report_dir, interrupted, opts.checks)
 
 
 def _fresh_report_dir(report_dir: Path, env: Environment, profile: str) -> dict[str, float]:
@@ -549,7 +550,11 @@ def _keep_evidence(
 
 
 def _say_verdict(
-    report: Report, summary: dict[str, Any], report_dir: Path, interrupted: str
+    report: Report,
+    summary: dict[str, Any],
+    report_dir: Path,
+    interrupted: str,
+    named: Sequence[str] = (),
 ) -> int:
     """The verdict on the console, and the exit status it means."""
     log(
@@ -565,7 +570,13 @@ def _say_verdict(
     if interrupted:
         log(f"interrupted ({interrupted}): the report is partial")
         return INTERRUPTED_EXIT
-    return 1 if broken else 0
+    missed = not_decided(report.results(), named)
+    if missed:
+        log(
+            "not decided, though named with --checks (exit 1): "
+            + "; ".join(f"{c.id} {c.result}: {c.message}" for c in missed)
+        )
+    return 1 if broken or missed else 0
 
 
 def _stage(

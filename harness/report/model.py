@@ -69,6 +69,13 @@ SCORECARD_ORDER = (
 Catalogue = Mapping[str, tuple[str, str | None]]
 
 
+def not_decided(checks: Iterable[CheckResult], named: Iterable[str]) -> list[CheckResult]:
+    """Of the checks a run was asked for by name (`--checks`), those it did not decide
+    (skipped, undecided): a gate that names a check does not pass without its verdict."""
+    wanted = set(named)
+    return [c for c in checks if c.id in wanted and c.result in (SKIPPED, UNDECIDED)]
+
+
 def core_ids(cat: Catalogue) -> list[str]:
     return [cid for cid, (_, feature) in cat.items() if feature is None]
 
