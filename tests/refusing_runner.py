@@ -3,7 +3,7 @@ root): a command run through `Refusing.wrap` is refused a user namespace of its 
 hosted runner refuses it, in one of three ways.
 
 - `limit`: `user.max_user_namespaces=0` (creating one: ENOSPC), in a user namespace of its
-  own that maps root and the runner's ids as they are, so the host's limit is untouched
+  own that maps every id as it is (sudo works there), so the host's limit is untouched
   and `sudo sysctl -w user.max_user_namespaces=N` on the runner lifts it, as on a real one.
   One namespace holds for the whole job (a holder process), so a lift lasts.
 - `unmapped`: the runner's ids have no mapping where it runs (a user namespace it made
@@ -30,8 +30,8 @@ class Refusing:
     form: str
     holder: int | None = None  # the `limit` form's namespace, held by this process
 
-    def wrap(self, argv: list[str], user: str) -> list[str]:
-        """`argv` (run by root, as `sudo -u USER ...` is) refused user namespaces."""
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv` (run by root: `sudo -u USER env ...`) refused user namespaces."""
         if self.form == "limit":
             return ["nsenter", f"--user=/proc/{self.holder}/ns/user", "--", *argv]
         if self.form == "unmapped":
@@ -48,8 +48,8 @@ class Refusing:
 
 
 @contextlib.contextmanager
-def refusing(form: str, uid: int, gid: int) -> Iterator[Refusing]:
-    """The refusal `form` for the user of `uid` and `gid`, for as long as the block runs."""
+def refusing(form: str) -> Iterator[Refusing]:
+    """The refusal `form`, for as long as the block runs."""
     if form not in FORMS:
         raise ValueError(form)
     if form != "limit":
@@ -60,10 +60,10 @@ def refusing(form: str, uid: int, gid: int) -> Iterator[Refusing]:
         own = os.readlink("/proc/self/ns/user")
         while os.readlink(f"/proc/{holder.pid}/ns/user") == own:
             pass
-        for name, outer in (("uid_map", uid), ("gid_map", gid)):
+        for name in ("uid_map", "gid_map"):
             fd = os.open(f"/proc/{holder.pid}/{name}", os.O_WRONLY)
-            try:  # one write: a map is written whole or not at all
-                os.write(fd, f"0 0 1\n{outer} {outer} 1\n".encode())
+            try:  # every id as it is
+                os.write(fd, b"0 0 4294967295\n")
             finally:
                 os.close(fd)
         subprocess.run(
