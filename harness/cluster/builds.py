@@ -81,14 +81,11 @@ def _resolve(component: Component, board: BuildBoard) -> Path:
     board.say(component.key, "resolving modules")
     work = gomodules.prepare_module(component, lambda _msg: None)
     packages = _packages(component, work)
-    if component.built_against is not None:
-        # what it shares with the build it waits for comes from Go's build cache
-        other = component.built_against
-        packages -= _packages(other, gomodules.prepare_module(other, lambda _msg: None))
-    if component.source is not None:
-        # its dependencies are the release's, in Go's build cache since `mkdc bins`: what
-        # compiles is the tree's own packages (its main module's, listed with no version)
-        packages = {p for p in packages if p.endswith(f" {component.module}@")}
+    # what it shares with the build it waits for, or with its release's, comes from Go's
+    # build cache: a tree's own packages compile, and what it vendors at other versions
+    for other in (component.built_against, component.release):
+        if other is not None:
+            packages -= _packages(other, gomodules.prepare_module(other, lambda _msg: None))
     board.resolved(component.key, len(packages))
     return work
 

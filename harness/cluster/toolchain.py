@@ -62,6 +62,9 @@ class Component:
     # A source tree built as it is (its own go.mod, never rewritten) instead of a build
     # module requiring a released version
     source: Path | None = None
+    # A source tree's release: the packages both build at the same module version come
+    # from the release's build in Go's build cache
+    release: Component | None = None
 
     @property
     def goflags(self) -> str:
@@ -94,6 +97,7 @@ def kueue_source_component(v: Versions) -> Component | None:
     if v.source is None:
         return None
     return Component(
+        release=_kueue_release(v),
         name="kueue",
         module="sigs.k8s.io/kueue",
         version=f"src-{v.source.tree}",
@@ -106,6 +110,16 @@ def kueue_source_component(v: Versions) -> Component | None:
     )
 
 
+def _kueue_release(v: Versions) -> Component:
+    return Component(
+        name="kueue",
+        module="sigs.k8s.io/kueue",
+        version=f"v{v.kueue}",
+        packages=("sigs.k8s.io/kueue/cmd/kueue",),
+        ldflags=(f"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v{v.kueue}",),
+    )
+
+
 def components(v: Versions) -> list[Component]:
     k8s_version_flags = (
         f"-X k8s.io/component-base/version.gitVersion=v{v.kubernetes}",
@@ -113,13 +127,7 @@ def components(v: Versions) -> list[Component]:
         f"-X k8s.io/component-base/version.gitMinor={v.kubernetes_minor}",
         "-X k8s.io/component-base/version.gitTreeState=clean",
     )
-    kueue = Component(
-        name="kueue",
-        module="sigs.k8s.io/kueue",
-        version=f"v{v.kueue}",
-        packages=("sigs.k8s.io/kueue/cmd/kueue",),
-        ldflags=(f"-X sigs.k8s.io/kueue/pkg/version.GitVersion=v{v.kueue}",),
-    )
+    kueue = _kueue_release(v)
     # Kueue v0.17's pins leave KWOK's OpenTelemetry imports unresolvable: there the others
     # keep their own. A source tree's Kueue replaces the release, but the control plane
     # stays built against the release it is driven as: cached once, whatever the tree.
