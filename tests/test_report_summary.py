@@ -12,7 +12,12 @@ from harness.report import summary
 
 REPORT = {
     "profile": "incremental",
-    "environment": {"kueueVersion": "v0.19.2", "kubernetesVersion": "1.36.2", "provider": "local"},
+    "environment": {
+        "kueueVersion": "v0.19.2",
+        "kubernetesVersion": "1.36.2",
+        "provider": "local",
+        "replicaNetwork": "the host's (it needs root (a rootless run keeps the host's network))",
+    },
     "summary": {"result": "failed", "passed": 1, "failed": 1, "skipped": 1, "notSupported": 0},
     "checks": [
         {"id": "CORE-01", "name": "One nominee", "result": "passed", "message": ""},
@@ -51,6 +56,7 @@ def test_each_check_is_a_row_with_its_verdict_and_account(tmp_path: Path) -> Non
     assert all(r.endswith("| [mkdc-report-local](https://example.test/a/1) |") for r in rows)
     assert "Not judged in this run: EXT-07" in text
     assert "— failed (1 passed, 1 failed, 1 not judged)" in text
+    assert "Each replica's own network: not in this run, the host's (it needs root" in text
 
 
 def test_several_runs_each_get_a_table_and_no_report_is_said(tmp_path: Path) -> None:

@@ -76,6 +76,9 @@ def report_markdown(doc: Mapping[str, Any], artifact: str = "") -> str:
     ]
     if doc.get("error"):
         lines += [f"**The run could not judge the dispatcher:** {_cell(doc['error'])}", ""]
+    network = str(env.get("replicaNetwork") or "")
+    if network.startswith("the host's"):  # a promise a root run keeps, this one did not
+        lines += [f"Each replica's own network: not in this run, {_cell(network)}.", ""]
     lines += [
         "| check | verdict | what the dispatcher did, or why not judged | report |",
         "|---|---|---|---|",
