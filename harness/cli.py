@@ -159,9 +159,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"manifests: {exc}")
         problems += 1
     problems += _machine_readiness()
-    refused = userns.probe()
-    print(f"userns:   {'ok' if refused is None else refused.line()}")
-    problems += refused is not None
+    try:
+        refused = userns.probe()
+        print(f"userns:   {'ok' if refused is None else refused.line()}")
+        problems += refused is not None
+    except UserError as exc:  # no unshare: _machine_readiness said so
+        print(f"userns:   {exc}")
     for line in _kind_readiness(v):
         print(line)
     current = toolchain.cache_dir() / CURRENT
