@@ -55,7 +55,7 @@ def test_each_check_is_a_row_with_its_verdict_and_account(tmp_path: Path) -> Non
     assert "⏭️ not judged in this run" in rows[2] and "--full" in rows[2]
     assert all(r.endswith("| [mkdc-report-local](https://example.test/a/1) |") for r in rows)
     assert "Not judged in this run: EXT-07" in text
-    assert "— failed (1 passed, 1 failed, 1 not judged)" in text
+    assert "— failed (1 failed, 1 passed, 1 skipped)" in text
     assert "Each replica's own network: not in this run, the host's (it needs root" in text
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
+from harness.report.model import SUMMARY_WORDS
 from harness.report.redaction import report_text
 from harness.scenarios.session import Result
 
@@ -457,16 +458,7 @@ def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> st
     and one line per finding (findings that name no check in full: no section shows them)."""
     summary = doc["summary"]
     result = str(summary["result"])
-    counts = " · ".join(
-        f"{summary.get(key, 0)} {word}"
-        for key, word in (
-            ("failed", "failed"),
-            ("undecided", "undecided"),
-            ("passed", "passed"),
-            ("skipped", "skipped"),
-            ("notSupported", "not supported"),
-        )
-    )
+    counts = " · ".join(f"{summary.get(key, 0)} {word}" for key, word in SUMMARY_WORDS)
     parts = [
         f'<header class="verdict v-{_h(result)}">',
         f"<h1>Conformance report: {_h(doc['profile'])}</h1>",

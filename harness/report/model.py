@@ -42,6 +42,15 @@ SUMMARY_KEYS: dict[str, str] = {  # keyed by Result, looked up by a check's resu
     NOT_SUPPORTED: "notSupported",
 }
 
+# the summary's counts as a verdict says them, the worst first
+SUMMARY_WORDS = (
+    ("failed", "failed"),
+    ("undecided", "undecided"),
+    ("passed", "passed"),
+    ("skipped", "skipped"),
+    ("notSupported", "not supported"),
+)
+
 # the fields the contract names, always written (null when unknown); their types are in
 # report.schema.json
 ENVIRONMENT_FIELDS = (

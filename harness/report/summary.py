@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.report.model import SUMMARY_WORDS
 from harness.report.verify import MAX_REPORT_BYTES
 from harness.userfiles import decode, parse_yaml, read_bytes
 
@@ -55,17 +56,7 @@ def report_markdown(doc: Mapping[str, Any], artifact: str = "") -> str:
     summary = doc.get("summary") or {}
     env = doc.get("environment") or {}
     verdict = str(summary.get("result", "error"))
-    counts = ", ".join(
-        f"{summary[key]} {word}"
-        for key, word in (
-            ("passed", "passed"),
-            ("failed", "failed"),
-            ("undecided", "undecided"),
-            ("skipped", "not judged"),
-            ("notSupported", "not supported"),
-        )
-        if summary.get(key)
-    )
+    counts = ", ".join(f"{summary[key]} {word}" for key, word in SUMMARY_WORDS if summary.get(key))
     lines = [
         f"### mkdc: {_cell(doc.get('profile', '?'))} — {verdict} ({counts or 'no checks'})",
         "",
