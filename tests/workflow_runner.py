@@ -33,6 +33,8 @@ import yaml
 
 from tests import workflow_expressions as expressions
 
+# an `if:` that names none of these runs only while every step before it succeeded
+STATUS = re.compile(r"\b(always|success|failure|cancelled)\(")
 # `uses:` names of mkdc's own action: the checkout it is run from
 OWN_ACTION = re.compile(r"^(\./?|[\w.-]+/mkdc@.+)$")
 
@@ -133,7 +135,12 @@ class Runner:
         self, steps: list[dict[str, Any]], scope: Scope, record: JobRecord, in_: str
     ) -> None:
         for step in steps:
-            if not expressions.truthy(self._evaluate(str(step.get("if", "success()")), scope)):
+            condition = str(step.get("if", "success()")).strip()
+            inner = expressions.TEMPLATE.fullmatch(condition)
+            condition = inner.group(1) if inner else condition
+            if not STATUS.search(condition):  # GitHub's rule: success() && unless it says
+                condition = f"success() && ({condition})"
+            if not expressions.truthy(self._evaluate(condition, scope)):
                 continue
             started = time.monotonic()
             how, rc, out = self._step(step, scope, record)
@@ -184,10 +191,7 @@ class Runner:
         return value
 
     def _evaluate(self, expr: str, scope: Scope) -> Any:
-        inner = expressions.TEMPLATE.fullmatch(expr.strip())
-        return expressions.evaluate(
-            inner.group(1) if inner else expr, self._lookup(scope), self._functions()
-        )
+        return expressions.evaluate(expr, self._lookup(scope), self._functions())
 
     def expand(self, text: str, scope: Scope | None = None) -> str:
         return expressions.expand(text, self._lookup(scope or Scope()), self._functions())
