@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.report.redaction import report_text
-from harness.scenarios.session import Result
+from harness.results import Result
 
 
 class CheckResult(Protocol):

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__, userfiles
 from harness.recording.timeline import Timeline
 from harness.report.redaction import first_line, iso, plain, report_text
-from harness.results import DispatcherActions
-from harness.scenarios.session import Result
+from harness.results import DispatcherActions, Result
 
 if TYPE_CHECKING:
     from harness.profile import Profile
@@ -172,6 +171,7 @@ class Report:
         privileges: Iterable[str] = (),
         error: str = "",
         catalogue: Catalogue,
+        dispatcher_exits: Iterable[dict[str, Any]] = (),
     ) -> Report:
         """A report whose identity, implementation and claims come from the profile."""
         return cls(
@@ -187,6 +187,7 @@ class Report:
             date=date or dt.datetime.now(dt.UTC),
             privileges=list(privileges),
             error=error,
+            dispatcher_exits=list(dispatcher_exits),
             catalogue=catalogue,
         )
 
