@@ -182,3 +182,40 @@ def test_each_replica_on_this_host_is_reported_with_its_identity_restarts_and_pe
             "peakCpuCores": 0.0,
         },
     ]  # a runner whose replicas were never sampled (Pods on a cluster) has no rows
+
+
+def test_the_report_says_what_the_outcome_says_and_only_that(tmp_path: Path) -> None:
+    """Built once from the run's outcome: its environments, the faults injected (timed from
+    the run's start) and those that could not be, the replicas' network, the exits."""
+    from harness.cluster.faults import Window
+
+    (tmp_path / "results").mkdir()
+    profile, opts = load_profile("reference"), Options("reference", checks=("CORE-01",))
+    plain = build_report(profile, ENV, tmp_path, opts, RAN).environment
+    assert not {"environments", "injectedFaults", "replicaNetwork", "replicas"} & set(plain)
+    exit_event = {"process": "dispatcher-0", "replica": 0, "code": 2, "elapsedSeconds": 4.0}
+    outcome = Outcome(
+        started=100.0,
+        ended=130.0,
+        dispatched=(Dispatched(replica_network="the host's (why)"), Dispatched()),
+        injected=(Window("kueue-crash", "manager", "Kueue crashed", 110.0, 115.5),),
+        faults_not_injected=("worker-etcd: not here",),
+        exits=(exit_event,),
+    )
+    report = build_report(profile, ENV, tmp_path, opts, outcome)
+    environment = report.environment
+    assert environment["environments"] == 2 and environment["wallSeconds"] == 30.0
+    assert environment["replicaNetwork"] == "the host's (why)"
+    assert environment["injectedFaults"] == [
+        {
+            "fault": "kueue-crash",
+            "target": "manager",
+            "what": "Kueue crashed",
+            "startSeconds": 10.0,
+            "endSeconds": 15.5,
+        }
+    ]
+    assert environment["faultsNotInjected"] == ["worker-etcd: not here"]
+    assert [(e["process"], e["code"], e["atSeconds"]) for e in report.dispatcher_exits] == [
+        ("dispatcher-0", 2, 4.0)
+    ]
