@@ -35,7 +35,7 @@ from kubernetes.config import kube_config
 
 from harness import cli
 from harness.cluster import builds, gomodules, upstream
-from harness.orchestrate import run as run_module
+from harness.orchestrate import suite_run
 from harness.providers.existing import ExistingProvider
 from harness.providers.kind import KindProvider
 from harness.providers.local import LocalProvider
@@ -75,7 +75,7 @@ def forbid_side_effects(mp: pytest.MonkeyPatch) -> None:
         (gomodules, "run_go"),
     ):
         mp.setattr(module, name, refuse(f"{module.__name__}.{name}"))
-    mp.setattr(run_module, "_pytest", refuse("the suite"))
+    mp.setattr(suite_run, "pytest", refuse("the suite"))
     mp.setattr(subprocess.Popen, "__init__", refuse("a child process"))
 
 
