@@ -54,7 +54,7 @@ def test_each_check_is_a_row_with_its_verdict_and_account(tmp_path: Path) -> Non
     assert "it nominated w1..w5 in one write (5 reservations at once \\| (stepSize 3))" in rows[1]
     assert "⏭️ not judged in this run" in rows[2] and "--full" in rows[2]
     assert all(r.endswith("| [mkdc-report-local](https://example.test/a/1) |") for r in rows)
-    assert "Not judged in this run: EXT-07" in text
+    assert "Not judged in this run, their scenarios too long for it: EXT-07 (" in text
     assert "— failed (1 failed, 1 passed, 1 skipped)" in text
     assert "Each replica's own network: not in this run, the host's (it needs root" in text
 
