@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -107,7 +108,7 @@ def test_checks_lists_the_catalogue_with_the_scenario_that_decides_each(capsys):
 def test_a_reader_that_goes_away_is_an_ordinary_end() -> None:
     """`mkdc checks | head -1`: no traceback once head has what it wanted."""
     proc = subprocess.run(
-        f"{sys.executable} -m harness.cli checks | head -1",
+        f"{shlex.quote(sys.executable)} -m harness.cli checks | head -1",
         shell=True,
         capture_output=True,
         text=True,
