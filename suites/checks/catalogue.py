@@ -36,6 +36,9 @@ class Check:
     # its decision point is a wait of its own scenario, once the timeline shows this (see
     # suites.judge.settle): a wait there that times out is the check's own verdict
     decided_by_wait: DecisionPoint | None = None
+    # it passes only on evidence it judged, never for want of it (no round came due:
+    # inconclusive), so a scenario another check broke still decides it on what came
+    judges_what_came: bool = False
 
     def supported_by(self, features: Iterable[str]) -> bool:
         """Core checks always apply; extended ones when the profile claims the feature."""
@@ -74,6 +77,7 @@ def check(
     writes_only: bool = False,
     every_timeline: bool = False,
     decided_by_wait: DecisionPoint | None = None,
+    judges_what_came: bool = False,
 ) -> Callable[[Evaluate], Evaluate]:
     """Declare the decorated evaluator as catalogue check `id` (core unless `feature`)."""
 
@@ -88,6 +92,7 @@ def check(
             writes_only,
             every_timeline,
             decided_by_wait,
+            judges_what_came,
         )
         register(CATALOGUE, entry)
         return evaluate

@@ -70,6 +70,7 @@ def why_none_due(tl: Timeline, b: Bounds, reviews: list[RoundReview], what: str)
     feature="Escalation",
     summary="When nominees do not admit within the timeout, more clusters are nominated within "
     "timeout + slack.",
+    judges_what_came=True,
 )
 def timeout_escalation(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-05: while unplaced, EACH round (the 2nd and 3rd as much as the 1st) is
@@ -93,6 +94,7 @@ def timeout_escalation(tl: Timeline, b: Bounds) -> Verdict:
     "NoPrematureEscalation",
     feature="Escalation",
     summary="No escalation before the timeout while nominees are still pending.",
+    judges_what_came=True,
 )
 def no_premature_escalation(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-06: no round (the 2nd and 3rd as much as the 1st) starts earlier than the
@@ -110,6 +112,7 @@ def no_premature_escalation(tl: Timeline, b: Bounds) -> Verdict:
     "PerClusterTimeout",
     feature="PerClusterTimeout",
     summary="A per-worker timeout override is honoured.",
+    judges_what_came=True,
 )
 def per_cluster_timeout(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-08: a round adding a cluster with an override (Bounds.cluster_timeouts) ends
