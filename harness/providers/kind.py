@@ -42,7 +42,10 @@ from harness.providers import kind_images
 from harness.providers.local import fake_node
 from harness.scenarios import inventory
 
-CONFIG_DIR = Path(__file__).resolve().parent / "kind_configs"  # package data
+# kind-configs/ at the checkout's top, their one source; an installed mkdc has them as
+# the package data of harness.kind_configs, mapped from there (pyproject.toml)
+_SHIPPED = Path(__file__).resolve().parents[1] / "kind_configs"
+CONFIG_DIR = _SHIPPED if _SHIPPED.is_dir() else Path(__file__).resolve().parents[2] / "kind-configs"
 KUEUE_URL = "https://github.com/kubernetes-sigs/kueue/releases/download/v{version}/manifests.yaml"
 KWOK_URL = "https://github.com/kubernetes-sigs/kwok/releases/download/v{version}/kwok.yaml"
 NS = kueue_install.NAMESPACE
