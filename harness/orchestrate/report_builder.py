@@ -121,6 +121,8 @@ def environment_section(
             extra["notApplied"] = list(env.info.get("notApplied", profile.run.deploy.notes))
         if "replicaNetwork" in env.info:
             extra["replicaNetwork"] = env.info["replicaNetwork"]
+    if env.info.get("kueueFeatureGates"):  # known where mkdc started the manager's Kueue
+        extra["kueueFeatureGates"] = dict(env.info["kueueFeatureGates"])
     return {
         "provider": env.provider,
         "kubernetesVersion": env.kubernetes_version,

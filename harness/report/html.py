@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.check_terms import Bound
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.report.redaction import report_text
 from harness.scenarios.session import Result
@@ -20,11 +21,20 @@ class CheckResult(Protocol):
     def timeline(self) -> Timeline | None: ...
 
 
+class KnownCheck(Protocol):
+    """What the page reads of a catalogue entry (harness.report.model.CatalogueEntry)."""
+
+    @property
+    def bounds(self) -> Sequence[Bound]: ...
+
+
 class Report(Protocol):
     """What the page reads of a report (harness.report.model.Report)."""
 
     def to_dict(self) -> dict[str, Any]: ...
     def results(self) -> Sequence[CheckResult]: ...
+    @property
+    def catalogue(self) -> Mapping[str, KnownCheck]: ...
 
 
 def _h(value: Any) -> str:
@@ -417,12 +427,14 @@ def render_html(report: Report) -> str:
     findings = doc["findings"]
     for uid, (entry, check) in enumerate(checks):
         related = [f for f in findings if entry["id"] in f["checks"]]
-        parts.append(_check_section(entry, check, f"c{uid}", related))
+        known = report.catalogue.get(entry["id"])
+        bounds = known.bounds if known is not None else ()
+        parts.append(_check_section(entry, check, f"c{uid}", related, bounds))
     parts += [
         '<h2 id="scorecard">Scorecard</h2>',
         _scorecard_html(doc["scorecard"]),
         '<h2 id="environment">Environment</h2>',
-        _kv_table({k: v for k, v in doc["environment"].items() if k != "replicas"}),
+        _kv_table(_environment_rows(doc["environment"])),
         _replicas_html(doc["environment"].get("replicas") or []),
         "<h3>Privileges beyond the baseline dispatcher role</h3>",
         "<ul>" + "".join(f"<li>{_h(p)}</li>" for p in doc["privileges"]) + "</ul>"
@@ -524,6 +536,7 @@ def _check_section(
     check: CheckResult,
     uid: str,
     findings: list[Mapping[str, Any]],
+    bounds: Sequence[Bound] = (),
 ) -> str:
     """One check: its verdict and why, the findings that may explain it, what it
     measured and the timeline of its workloads. Passed checks keep their evidence
@@ -537,6 +550,12 @@ def _check_section(
     ]
     if entry.get("message"):
         parts.append(f'<div class="message">{_h(entry["message"])}</div>')
+    if bounds:
+        parts.append(
+            '<p class="muted">Bounds: '
+            + "; ".join(f"<b>{_h(b.owner)}</b>: {_h(b.what)} ({_h(b.why)})" for b in bounds)
+            + "</p>"
+        )
     for f in findings:
         anchor = f' id="finding-{_h(f["id"])}"' if f["checks"][0] == entry["id"] else ""
         parts.append(
@@ -715,6 +734,17 @@ def _replicas_html(replicas: list[dict[str, Any]]) -> str:
         "<th>restarts</th><th>peak memory</th><th>peak CPU</th></tr>"
     )
     return f"<h3>Dispatcher replicas</h3><table>{head}{rows}</table>"
+
+
+def _environment_rows(environment: Mapping[str, Any]) -> dict[str, Any]:
+    """The environment as table rows: replicas have a table of their own, and Kueue's
+    feature gates read as the two lists of those on and those off."""
+    rows = {k: v for k, v in environment.items() if k != "replicas"}
+    gates = rows.pop("kueueFeatureGates", None)
+    if gates:
+        for state, word in ((True, "on"), (False, "off")):
+            rows[f"kueueFeatureGates.{word}"] = [g for g, v in gates.items() if v is state]
+    return rows
 
 
 def _kv_table(data: Mapping[str, Any]) -> str:

@@ -1,0 +1,50 @@
+"""docs/checks.md's table of whose each bound is, written from the catalogue.
+
+Each check declares its bounds once (`@check(..., bounds=...)`); the table between the
+markers in docs/checks.md is this module's output (`python -m suites.checks.bounds_doc`
+writes it), and tests/test_catalogue.py fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.check_terms import OWNERS
+from suites.checks.catalogue import CATALOGUE
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
+BEGIN = "<!-- whose bound: generated from the catalogue's declarations -->"
+END = "<!-- end of the generated bounds -->"
+
+
+def table() -> str:
+    """One row per bound: the check, whose, what, why; then the gates checks need."""
+    owners = "".join(f"- **{owner}**: {meaning}.\n" for owner, meaning in OWNERS.items())
+    rows = ["| check | whose | bound | why |", "|---|---|---|---|"]
+    for check in CATALOGUE.values():
+        for bound in check.bounds:
+            rows.append(f"| {check.id} {check.name} | {bound.owner} | {bound.what} | {bound.why} |")
+    gates = [
+        f"- {check.id} needs Kueue's `{g.gate}` {'on' if g.state else 'off'}: {g.why}.\n"
+        for check in CATALOGUE.values()
+        for g in check.gates
+    ]
+    return owners + "\n" + "\n".join(rows) + "\n\n" + "".join(gates)
+
+
+def rewritten(text: str) -> str:
+    """`text` (docs/checks.md) with the table between the markers made anew."""
+    head, rest = text.split(BEGIN, 1)
+    _old, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{table()}{END}{tail}"
+
+
+def main() -> int:
+    DOC.write_text(rewritten(DOC.read_text()))
+    print(f"wrote the bounds table in {DOC}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
