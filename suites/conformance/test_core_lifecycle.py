@@ -8,6 +8,8 @@ from harness.recording.timeline import Kind
 from harness.scenarios import workloads
 from suites.judge import conforms, needed_placement_timeout, placement_timeout, round_timeout
 
+SETTLE = 3.0  # seconds between a copy's creation and the deactivation: Kueue's reconciles done
+
 
 @pytest.mark.checks("CORE-03")
 def test_no_nomination_after_placement(scenario):
@@ -59,11 +61,14 @@ def test_nominates_pending_work_only(scenario):
     workers = scenario.workers(2)
     scenario.with_workers(workers)  # no capacity anywhere: it stays pending
     workload = scenario.submit("job")
-    scenario.wait_until(
-        f"a nomination of {workload}",
-        lambda tl: bool(tl.of(workload).where_nominated()),
+    # its copies made first: deactivated while MultiKueue is still making them, Kueue
+    # (v0.19.2) makes them again and starts the Job on both workers for half a second
+    copied = scenario.wait_until(
+        f"a copy of {workload} on a nominee",
+        lambda tl: bool(tl.of(workload).where(Kind.COPY_CREATED)),
         timeout=needed_placement_timeout(scenario),
     )
+    scenario.observe_until(copied.of(workload).where(Kind.COPY_CREATED)[-1].t + SETTLE)
     scenario.mark("deactivate", workload=workload)
     workloads.deactivate(scenario.manager, workload)
     released = scenario.wait_until(
