@@ -15,7 +15,7 @@ from harness.cluster import sandbox
 from harness.errors import UserError
 from harness.orchestrate.dispatcher import downward_api, volumes
 from harness.orchestrate.options import Options
-from harness.orchestrate.run import plan
+from harness.orchestrate.plan import plan
 from harness.profile import deploy, load_profile
 from harness.profile.deploy import Probe
 

@@ -24,7 +24,7 @@ from harness.report import (
     write_all,
     write_html,
 )
-from harness.scenarios.session import Result
+from harness.results import Result
 from harness.suite import catalogue
 from tests.reports import WL, timeline
 

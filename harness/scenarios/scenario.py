@@ -34,6 +34,7 @@ from harness.recording.recorder import Recorder
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.scenarios import inventory, turns, workloads
 from harness.scenarios.autoscaler import Behaviour, FakeAutoscaler
+from harness.scenarios.control import Client
 
 Quota = Mapping[str, str]
 NO_CAPACITY: Quota = {}
@@ -99,8 +100,14 @@ class Context:
     slacks: Mapping[str, float | str] = field(default_factory=dict)  # durations allowed
     dispatcher_users: frozenset[str] = frozenset()
     capabilities: frozenset[str] = frozenset()
-    control: Any = None  # harness.orchestrate.control.Client when the runner offers one
+    control: Client | None = None  # the channel to the run that owns the dispatcher
     worker_secrets: dict[str, str] = field(default_factory=dict)  # worker -> base Secret
+
+    def channel(self) -> Client:
+        """The control channel to the process that owns the dispatcher and the clusters."""
+        if self.control is None:
+            raise RuntimeError("this session has no control channel to the run")
+        return self.control
 
     def known_users(self) -> frozenset[str]:
         """The dispatcher's users, with each Pod's where replicas share a ServiceAccount
@@ -671,15 +678,15 @@ class Scenario:
         self, replica: int = 0, what: str = "dispatcher-killed", **data: Any
     ) -> None:
         """SIGKILL a dispatcher replica (the session owns the process)."""
-        self.ctx.control.call("kill-dispatcher", replica=replica)
+        self.ctx.channel().call("kill-dispatcher", replica=replica)
         self.mark(what, replica=replica, **data)
 
     def replica_of(self, user: str) -> int:
         """The replica an audit user is (its own ServiceAccount, or its Pod's)."""
-        return int(self.ctx.control.call("dispatcher-replica", user=user))
+        return int(self.ctx.channel().call("dispatcher-replica", user=user))
 
     def restart_dispatcher(self, replica: int = 0) -> None:
-        self.ctx.control.call("start-dispatcher", replica=replica)
+        self.ctx.channel().call("start-dispatcher", replica=replica)
         self.mark("dispatcher-restarted", replica=replica)
 
     # ------------------------------------------------------------ the manager
@@ -689,12 +696,12 @@ class Scenario:
         `stop` (SIGTERM) or `kill` (SIGKILL, a crash). The scenario's own doing, judged by
         its checks; an ACTION `<process>-down` marks it."""
         self.mark(f"{process}-down", how=how)
-        self.ctx.control.call("interrupt", process=process, how=how)
+        self.ctx.channel().call("interrupt", process=process, how=how)
 
     def bring_back(self, process: str) -> None:
         """Start it again; returns once it serves (ACTION `<process>-back`) and, for Kueue,
         once its Job webhook hands this scenario's Jobs to MultiKueue again."""
-        self.ctx.control.call("resume", process=process)
+        self.ctx.channel().call("resume", process=process)
         if process.endswith("-kueue"):
             workloads.wait_handed_to_multikueue(
                 self.manager, self.ns, self.name, requests=self.shape.request()
