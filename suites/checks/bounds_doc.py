@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from harness.check_terms import OWNERS
+from harness.generated_docs import GeneratedSection
 from suites.checks.catalogue import CATALOGUE
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
@@ -33,18 +34,8 @@ def table() -> str:
     return owners + "\n" + "\n".join(rows) + "\n\n" + "".join(gates)
 
 
-def rewritten(text: str) -> str:
-    """`text` (docs/checks.md) with the table between the markers made anew."""
-    head, rest = text.split(BEGIN, 1)
-    _old, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{table()}{END}{tail}"
-
-
-def main() -> int:
-    DOC.write_text(rewritten(DOC.read_text()))
-    print(f"wrote the bounds table in {DOC}", file=sys.stderr)
-    return 0
-
+SECTION = GeneratedSection(DOC, BEGIN, END, table, "the bounds table")
+rewritten = SECTION.rewritten  # docs/checks.md's text with the table made anew
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(SECTION.write())
