@@ -403,6 +403,9 @@ def _record(
             if verdict.passed
             else (Result.SKIPPED if verdict.inconclusive else Result.FAILED)
         )
+    hidden = gate_hides(CATALOGUE[check_id], _env_info(sc).get("kueueFeatureGates"))
+    if hidden and result != Result.NOT_SUPPORTED:
+        result, why = Result.UNDECIDED, f"{hidden}: not judged ({result}: {why or verdict.message})"
     excuse = excused(CATALOGUE[check_id], result, sc, origin)
     if excuse:
         result, why = Result.UNDECIDED, f"{excuse}: not judged ({result}: {why or verdict.message})"
@@ -444,8 +447,17 @@ def _record(
 def _audited(sc: Scenario) -> bool:
     """Whether the manager keeps an audit log (the local provider's), so the timeline holds
     every request of the dispatcher's; elsewhere only its nominations are seen."""
-    info = getattr(sc.ctx.env, "info", None) or {}
-    return bool(info.get("auditLog"))
+    return bool(_env_info(sc).get("auditLog"))
+
+
+def _env_info(sc: Scenario) -> dict[str, Any]:
+    """What the provider said of the environment (none for a scenario without one)."""
+    return getattr(sc.ctx.env, "info", None) or {}
+
+
+def gate_hides(check: Check, gates: dict[str, bool] | None) -> str:
+    """Why the Kueue's feature gates, as run, hide what `check` judges, or ""."""
+    return "; ".join(filter(None, (g.unmet(gates) for g in check.gates)))
 
 
 def excused(check: Check, result: Result, sc: Scenario, origin: float) -> str:

@@ -115,6 +115,15 @@ def test_builtin_dispatcher_names_match_kueue_source() -> None:
     assert f'"{DISPATCHER_INCREMENTAL}"' in text
 
 
+def test_incremental_step_profile_configures_the_step_it_claims() -> None:
+    """The claim must match what the profile sets in Kueue's configuration, or the
+    fan-out checks would judge Kueue against a step it was never given."""
+    step2 = load_profile("incremental-step2")
+    assert step2.dispatcher_name == DISPATCHER_INCREMENTAL
+    configured = step2.kueue["multiKueue"]["incrementalDispatcherConfig"]["stepSize"]
+    assert configured == step2.claims.step_size == 2
+
+
 @pytest.mark.parametrize("name", ["all-at-once", "incremental"])
 def test_builtin_profiles_say_claims_are_kueues(name: str) -> None:
     text = (PROFILES_DIR / f"{name}.yaml").read_text()

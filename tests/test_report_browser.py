@@ -26,6 +26,7 @@ import pytest
 from harness.report import write_html
 from harness.report.style import CSS
 from harness.report.timeline_svg import svg_timeline
+from suites.checks import CATALOGUE
 from tests import reports
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -143,7 +144,7 @@ def test_the_first_screen_shows_the_verdict_and_the_first_failed_check(scratch: 
     screen = where["viewport"]["height"]
     assert where["viewport"]["width"] == WIDTH and 600 <= screen <= HEIGHT
     checks = where["checks"]
-    assert len(checks) == 23
+    assert len(checks) == len(CATALOGUE)
     first = next(c for c in checks if c["result"] == "failed")
     assert first["heading"]["bottom"] <= screen, (
         f"the first failed check ({first['id']}) starts {first['heading']['top']:.0f} px "

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.check_terms import Bound
 from harness.report.markup import escaped as _h
 from harness.report.model import CheckResult, Report
 from harness.report.redaction import plain
 from harness.report.style import CSS
-from harness.report.tables import kv_table, replicas_html, scorecard_html
+from harness.report.tables import environment_rows, kv_table, replicas_html, scorecard_html
 from harness.report.timeline_svg import MAX_WORKLOAD_PICTURES, legend, svg_timeline
 from harness.results import Result
 
@@ -34,12 +35,14 @@ def render_html(report: Report) -> str:
     findings = doc["findings"]
     for uid, check in enumerate(checks):
         related = [f for f in findings if check.id in f["checks"]]
-        parts.append(_check_section(check, f"c{uid}", related))
+        known = report.catalogue.get(check.id)
+        bounds = known.bounds if known is not None else ()
+        parts.append(_check_section(check, f"c{uid}", related, bounds))
     parts += [
         '<h2 id="scorecard">Scorecard</h2>',
         scorecard_html(doc["scorecard"]),
         '<h2 id="environment">Environment</h2>',
-        kv_table({k: v for k, v in doc["environment"].items() if k != "replicas"}),
+        kv_table(environment_rows(doc["environment"])),
         replicas_html(doc["environment"].get("replicas") or []),
         "<h3>Privileges beyond the baseline dispatcher role</h3>",
         "<ul>" + "".join(f"<li>{_h(p)}</li>" for p in doc["privileges"]) + "</ul>"
@@ -136,7 +139,12 @@ def _verdict_html(doc: Mapping[str, Any], checks: Sequence[CheckResult]) -> str:
     return "\n".join(parts)
 
 
-def _check_section(check: CheckResult, uid: str, findings: list[Mapping[str, Any]]) -> str:
+def _check_section(
+    check: CheckResult,
+    uid: str,
+    findings: list[Mapping[str, Any]],
+    bounds: Sequence[Bound] = (),
+) -> str:
     """One check: its verdict and why, the findings that may explain it, what it
     measured and the timeline of its workloads. Passed checks keep their evidence
     folded away, so the failures stay close together."""
@@ -149,6 +157,12 @@ def _check_section(check: CheckResult, uid: str, findings: list[Mapping[str, Any
     ]
     if check.message:
         parts.append(f'<div class="message">{_h(check.message)}</div>')
+    if bounds:
+        parts.append(
+            '<p class="muted">Bounds: '
+            + "; ".join(f"<b>{_h(b.owner)}</b>: {_h(b.what)} ({_h(b.why)})" for b in bounds)
+            + "</p>"
+        )
     for f in findings:
         anchor = f' id="finding-{_h(f["id"])}"' if f["checks"][0] == check.id else ""
         parts.append(

@@ -145,6 +145,17 @@ def replicas_html(replicas: list[dict[str, Any]]) -> str:
     return f"<h3>Dispatcher replicas</h3><table>{head}{rows}</table>"
 
 
+def environment_rows(environment: Mapping[str, Any]) -> dict[str, Any]:
+    """The environment as table rows: replicas have a table of their own, and Kueue's
+    feature gates read as the two lists of those on and those off."""
+    rows = {k: v for k, v in environment.items() if k != "replicas"}
+    gates = rows.pop("kueueFeatureGates", None)
+    if gates:
+        for state, word in ((True, "on"), (False, "off")):
+            rows[f"kueueFeatureGates.{word}"] = [g for g, v in gates.items() if v is state]
+    return rows
+
+
 def kv_table(data: Mapping[str, Any]) -> str:
     rows = "".join(f"<tr><th>{_h(k)}</th><td>{_h(_fmt(v))}</td></tr>" for k, v in _flatten(data))
     return f"<table>{rows}</table>" if rows else '<p class="muted">none</p>'
