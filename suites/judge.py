@@ -26,6 +26,7 @@ from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Session, current
 from suites.actions import describe, exits_said
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
+from suites.checks.verdict import at
 from suites.scorecard import scorecard
 
 
@@ -322,10 +323,27 @@ def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None
         if not verdict.passed and not verdict.inconclusive:
             _record(sc, check_id, verdict, tl, b, origin)
     for check_id, verdict in verdicts.items():
+        judged = verdict.passed and CATALOGUE[check_id].judges_what_came
+        if check_id not in sc.recorded and judged and sc.failed:
+            why = unseen(sc.failed, b.observed_until)
+            _record(sc, check_id, verdict, tl, b, origin, result=Result.PASSED, why=why)
+    for check_id, verdict in verdicts.items():
         if check_id not in sc.recorded:
             result, message = settle(check_id, error, timed_out, sc.failed, tl)
             quotes = result == Result.UNDECIDED and error in message
             _record(sc, check_id, verdict, tl, b, origin, result=result, why=message, quotes=quotes)
+
+
+def unseen(failed: Mapping[str, str], observed_until: float | None) -> str:
+    """What a check that passed on the evidence of a scenario another check broke could
+    not see: whatever would have come after (EXT-06 judges the escalations that came,
+    not those EXT-05 waited for in vain)."""
+    first = min(failed, key=_catalogue_order)
+    until = f" (to {at(observed_until)})" if observed_until is not None else ""
+    return (
+        f"passed on what was recorded{until}: {first} failed in this scenario, so what "
+        f"would have come after was not seen: {failed[first]}"
+    )
 
 
 def settle(
@@ -335,7 +353,8 @@ def settle(
     violation of it.
 
     - Another check failed in this scenario (e.g. CORE-01, judged on every timeline): that
-      explains the break, so this check is `undecided`, naming it.
+      explains the break, so this check is `undecided`, naming it (one that passed on
+      what was recorded is `passed`, saying what it could not see: `unseen`).
     - Else a wait timed out, and the wait is this check's decision point (its
       `decided_by_wait` in the catalogue: CORE-04 and CORE-09 wait for the placements they
       bound; CORE-06, CORE-07, EXT-09, EXT-11, EXT-13 and EXT-14 once their eviction,
@@ -384,6 +403,9 @@ def _record(
             if verdict.passed
             else (Result.SKIPPED if verdict.inconclusive else Result.FAILED)
         )
+    hidden = gate_hides(CATALOGUE[check_id], _env_info(sc).get("kueueFeatureGates"))
+    if hidden and result != Result.NOT_SUPPORTED:
+        result, why = Result.UNDECIDED, f"{hidden}: not judged ({result}: {why or verdict.message})"
     excuse = excused(CATALOGUE[check_id], result, sc, origin)
     if excuse:
         result, why = Result.UNDECIDED, f"{excuse}: not judged ({result}: {why or verdict.message})"
@@ -425,8 +447,17 @@ def _record(
 def _audited(sc: Scenario) -> bool:
     """Whether the manager keeps an audit log (the local provider's), so the timeline holds
     every request of the dispatcher's; elsewhere only its nominations are seen."""
-    info = getattr(sc.ctx.env, "info", None) or {}
-    return bool(info.get("auditLog"))
+    return bool(_env_info(sc).get("auditLog"))
+
+
+def _env_info(sc: Scenario) -> dict[str, Any]:
+    """What the provider said of the environment (none for a scenario without one)."""
+    return getattr(sc.ctx.env, "info", None) or {}
+
+
+def gate_hides(check: Check, gates: dict[str, bool] | None) -> str:
+    """Why the Kueue's feature gates, as run, hide what `check` judges, or ""."""
+    return "; ".join(filter(None, (g.unmet(gates) for g in check.gates)))
 
 
 def excused(check: Check, result: Result, sc: Scenario, origin: float) -> str:

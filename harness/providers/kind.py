@@ -26,7 +26,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +42,10 @@ from harness.providers import kind_images
 from harness.providers.local import fake_node
 from harness.scenarios import inventory
 
-CONFIG_DIR = Path(__file__).resolve().parent / "kind_configs"  # package data
+# kind-configs/ at the checkout's top, their one source; an installed mkdc has them as
+# the package data of harness.kind_configs, mapped from there (pyproject.toml)
+_SHIPPED = Path(__file__).resolve().parents[1] / "kind_configs"
+CONFIG_DIR = _SHIPPED if _SHIPPED.is_dir() else Path(__file__).resolve().parents[2] / "kind-configs"
 KUEUE_URL = "https://github.com/kubernetes-sigs/kueue/releases/download/v{version}/manifests.yaml"
 KWOK_URL = "https://github.com/kubernetes-sigs/kwok/releases/download/v{version}/kwok.yaml"
 NS = kueue_install.NAMESPACE
@@ -500,6 +503,7 @@ class KindProvider:
         name_prefix: str | None = None,
         *,
         write_mode: str | None = None,
+        wanted_gates: Mapping[str, bool] | None = None,
         nodes_per_worker: int = 2,
         node_capacity: dict[str, str] | None = None,
         runner: Runner = subprocess_runner,
@@ -530,6 +534,9 @@ class KindProvider:
         self.dispatcher_name = dispatcher_name
         self.kueue_extra = kueue_extra or {}
         self.write_mode = write_mode  # nominationWrites; None: the default for these versions
+        # Kueue feature gates the checks need so (where the profile leaves them unset)
+        self.wanted_gates = dict(wanted_gates or {})
+        self.feature_gates: dict[str, bool] = {}  # the manager Kueue's, as run
         self.mode = mode
         self.prefix = name_prefix
         self.nodes_per_worker = nodes_per_worker
@@ -675,8 +682,8 @@ class KindProvider:
             raise UserError(
                 f"nominationWrites {self.write_mode}: {why_not} ({self.versions.describe()})"
             )
-        self.kueue_extra = kueue_install.deep_merge(
-            self.kueue_extra, kueue_install.write_mode_config(self.write_mode)
+        self.kueue_extra = kueue_install.manager_extra(
+            man, self.kueue_extra, self.write_mode, self.wanted_gates
         )
 
     def plan_clusters(self, run_dir: Path) -> list[KindCluster]:
@@ -735,6 +742,7 @@ class KindProvider:
             info={
                 "runId": inventory.new_run_id(),
                 "kindMode": self.mode,
+                "kueueFeatureGates": self.feature_gates,
                 "kindClusters": {c.name: c.kind_name for c in clusters},
                 "workerSecrets": {w.name: multikueue.worker_secret_name(w.name) for w in workers},
                 **self._audit_info(clusters[0]),
@@ -794,6 +802,8 @@ class KindProvider:
             dispatcher_name=self.dispatcher_name,
             extra=None if c.is_worker else self.kueue_extra,
         )
+        if not c.is_worker:
+            self.feature_gates = kueue_install.gates_as_run(man, cfg)
         nodes = [
             fake_node(f"{c.name}-kwok-node{i}", self.node_capacity)
             for i in range(1, self.nodes_per_worker + 1)
