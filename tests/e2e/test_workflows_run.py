@@ -157,6 +157,7 @@ def test_the_vendor_workflow_runs_green_as_a_non_root_user(runner_user, job_dir)
 
 
 @pytest.mark.e2e
+@pytest.mark.slow  # each form installs mkdc from the action's checkout first
 @pytest.mark.parametrize("form", FORMS)
 def test_without_sudo_a_runner_that_refuses_user_namespaces_stops_in_one_line(
     form: str, job_dir: Path
