@@ -370,9 +370,10 @@ def cmd_report_verify(args: argparse.Namespace) -> int:
 
 def cmd_profile_check(args: argparse.Namespace) -> int:
     """Validate a profile and say the plan a run would follow; no cluster, no build."""
+    from harness.orchestrate import explain
     from harness.orchestrate.options import Options
     from harness.orchestrate.run import worker_names
-    from harness.profile import explain, load_profile
+    from harness.profile import load_profile
 
     profile = load_profile(args.profile)
     workers = worker_names(Options(profile=args.profile, workers=args.workers), profile)

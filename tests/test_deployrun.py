@@ -321,7 +321,7 @@ def test_a_container_restarted_at_start_fails_the_start(
 
 def test_the_plan_on_kind_says_the_folder_is_applied_as_written() -> None:
     from harness import suite
-    from harness.profile import explain
+    from harness.orchestrate import explain
 
     profile = load_profile(ROOT / "dispatchers/profiles/example-go-deploy-ha.yaml")
     catalogue = suite.load().catalogue

@@ -13,11 +13,11 @@ from urllib3 import HTTPConnectionPool
 from urllib3.exceptions import MaxRetryError
 
 from harness.cluster.environment import Cluster
+from harness.cluster.inventory import RUN_LABEL
 from harness.cluster.multikueue import API
 from harness.errors import UserError
 from harness.providers import existing
 from harness.providers.existing import ExistingProvider, image_version, parse_cluster_args
-from harness.scenarios.inventory import RUN_LABEL
 from tests.test_inventory import FakeDyn, obj
 
 DISPATCHER = "mkdc.example/reference"

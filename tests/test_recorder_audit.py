@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.audit import POLICY as AUDIT_POLICY
 from harness.orchestrate.dispatcher import _reads_since
-from harness.providers.local import AUDIT_POLICY
 from harness.recording.recorder import (
     audit_events,
     audit_forbidden,

@@ -27,13 +27,23 @@ from typing import Any
 
 import psutil
 
-from harness.cluster import faults, identity, kube, mountns, procs, rundir, toolchain, versions
+from harness.cluster import (
+    faults,
+    identity,
+    inventory,
+    kube,
+    mountns,
+    procs,
+    rundir,
+    toolchain,
+    versions,
+)
 from harness.cluster.environment import Environment
 from harness.cluster.kueue_install import KUEUE_ADMISSION, NAMESPACE
 from harness.cluster.multikueue import API as KUEUE_API
 from harness.cluster.procs import Supervisor
 from harness.errors import UserError, one_line, shown, shown_path
-from harness.orchestrate import container, control, deployrun
+from harness.orchestrate import container, control, deployrun, explain
 from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
 from harness.orchestrate.exits import ExitWatch
 from harness.orchestrate.options import Options
@@ -45,10 +55,10 @@ from harness.orchestrate.report_builder import (
     privileges,
     replica_entries,
 )
-from harness.profile import SHARED, Profile, RunSpec, explain, load_profile, objects
+from harness.profile import SHARED, Profile, RunSpec, load_profile, objects
 from harness.providers import FAULTS
 from harness.report import UNDECIDED, Report, write_all
-from harness.scenarios import inventory, progress, scenario, slots
+from harness.scenarios import progress, scenario, slots
 from harness.scenarios.session import EVENTS_FILE, SESSION_ENV, Session
 from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite

@@ -18,9 +18,10 @@ from typing import Any, NoReturn
 
 import yaml
 
+from harness import templates
 from harness.durations import parse_duration
 from harness.errors import UserError, one_line, shown
-from harness.profile import deploy, objects, schema, templates
+from harness.profile import deploy, objects, schema
 from harness.profile.model import (
     API_VERSION,
     DEFAULT_NAMESPACE,

@@ -18,13 +18,12 @@ import yaml
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from harness.cluster import kube, kubeconfig, rundir
+from harness.cluster import inventory, kube, kubeconfig, rundir
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.kueue_install import NAMESPACE
 from harness.cluster.multikueue import API
 from harness.cluster.versions import MATRIX, Versions
 from harness.errors import UserError, shown, shown_path
-from harness.scenarios import inventory
 from harness.userfiles import expand_user, file_problem, is_file
 
 MANAGER = "manager"

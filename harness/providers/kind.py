@@ -34,13 +34,11 @@ from typing import Any
 
 import yaml
 
-from harness.cluster import kueue_install, multikueue, rundir, toolchain
+from harness.cluster import audit, inventory, kueue_install, kwok, multikueue, rundir, toolchain
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 from harness.providers import kind_images
-from harness.providers.local import fake_node
-from harness.scenarios import inventory
 
 CONFIG_DIR = Path(__file__).resolve().parent / "kind_configs"  # package data
 KUEUE_URL = "https://github.com/kubernetes-sigs/kueue/releases/download/v{version}/manifests.yaml"
@@ -180,12 +178,10 @@ def audit_policy() -> dict[str, Any]:
     """The local provider's policy, less Kueue's own requests beyond Workloads: on kind
     Kueue is a ServiceAccount of kueue-system, the group whose every request is logged
     for the dispatcher's sake."""
-    from harness.providers.local import AUDIT_POLICY
-
-    rules = list(AUDIT_POLICY["rules"])
+    rules = list(audit.POLICY["rules"])
     kueue = f"system:serviceaccount:{NS}:{KUEUE_DEPLOYMENT}"
     rules.insert(2, {"level": "None", "users": [kueue]})
-    return {**AUDIT_POLICY, "rules": rules}
+    return {**audit.POLICY, "rules": rules}
 
 
 def render_kind_config(
@@ -744,10 +740,10 @@ class KindProvider:
     def _audit_info(self, manager: KindCluster) -> dict[str, str]:
         """The manager's audit log, where this run made the cluster with one (a reused dev
         cluster may predate it)."""
-        audit = self._audit_dir(manager)
-        if audit is None or manager.kind_name not in self.created:
+        audit_dir = self._audit_dir(manager)
+        if audit_dir is None or manager.kind_name not in self.created:
             return {}
-        return {"auditLog": str(audit / AUDIT_LOG_FILE)}
+        return {"auditLog": str(audit_dir / AUDIT_LOG_FILE)}
 
     def _audit_dir(self, c: KindCluster) -> Path | None:
         """The manager's audit folder in the run directory; None for a worker, and in dev
@@ -758,18 +754,18 @@ class KindProvider:
 
     def _create(self, c: KindCluster) -> None:
         config = c.run_dir / f"{c.name}.kind.yaml"
-        audit = self._audit_dir(c)
-        if audit is not None:  # the log made first, so whoever runs mkdc can read it
-            audit.mkdir(mode=0o755, exist_ok=True)
-            (audit / AUDIT_POLICY_FILE).write_text(yaml.safe_dump(audit_policy()))
-            (audit / AUDIT_LOG_FILE).touch(mode=0o644)
+        audit_dir = self._audit_dir(c)
+        if audit_dir is not None:  # the log made first, so whoever runs mkdc can read it
+            audit_dir.mkdir(mode=0o755, exist_ok=True)
+            (audit_dir / AUDIT_POLICY_FILE).write_text(yaml.safe_dump(audit_policy()))
+            (audit_dir / AUDIT_LOG_FILE).touch(mode=0o644)
         cfg = render_kind_config(
             c.role,
             self.versions,
             image=self.node_image,
             built=self.node_image is not None,
             cgroup_v1=self.cgroup_v1,
-            audit_dir=audit,
+            audit_dir=audit_dir,
         )
         config.write_text(yaml.safe_dump(cfg))
         self.created.append(c.kind_name)  # before: an interrupted create leaves containers
@@ -795,7 +791,7 @@ class KindProvider:
             extra=None if c.is_worker else self.kueue_extra,
         )
         nodes = [
-            fake_node(f"{c.name}-kwok-node{i}", self.node_capacity)
+            kwok.fake_node(f"{c.name}-kwok-node{i}", self.node_capacity)
             for i in range(1, self.nodes_per_worker + 1)
         ]
         policy = self.write_mode == kueue_install.ADMISSION_POLICY and not c.is_worker

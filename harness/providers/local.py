@@ -23,43 +23,26 @@ from typing import Any
 
 import yaml
 
-from harness.cluster import kube, kueue_install, mountns, multikueue, pki, rundir, toolchain
+from harness.cluster import (
+    audit,
+    kube,
+    kueue_install,
+    kwok,
+    mountns,
+    multikueue,
+    pki,
+    rundir,
+    toolchain,
+    workloads,
+)
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.procs import Supervisor, free_port
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 from harness.providers import FAULTS
-from harness.scenarios import workloads
 
 MANAGER = "manager"
 Progress = Callable[[str], None]
-
-AUDIT_POLICY: dict[str, Any] = {
-    "apiVersion": "audit.k8s.io/v1",
-    "kind": "Policy",
-    "omitStages": ["RequestReceived"],
-    "rules": [
-        {
-            "level": "Request",
-            "verbs": ["create", "update", "patch", "delete", "deletecollection"],
-            "resources": [
-                {"group": "kueue.x-k8s.io", "resources": ["workloads", "workloads/status"]}
-            ],
-        },
-        {  # when a (re)started dispatcher is back: its first list or watch of Workloads;
-            # a GET of one: whether it re-read a Workload its write was refused for (409)
-            "level": "Metadata",
-            "verbs": ["list", "watch", "get"],
-            "resources": [{"group": "kueue.x-k8s.io", "resources": ["workloads"]}],
-        },
-        {  # every other request of a dispatcher's identity: what it was refused (403)
-            "level": "Metadata",
-            "userGroups": [f"system:serviceaccounts:{kueue_install.NAMESPACE}"],
-        },
-        {"level": "None"},
-    ],
-}
-
 
 NODE_CAPACITY = {"cpu": "64", "memory": "256Gi", "pods": "250"}  # each fake node
 
@@ -453,7 +436,7 @@ class LocalProvider:
         ]
         if c.role == "manager":
             policy = c.dir / "audit-policy.yaml"
-            policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+            policy.write_text(yaml.safe_dump(audit.POLICY))
             argv += [
                 f"--audit-policy-file={policy}",
                 f"--audit-log-path={c.dir / 'audit.log'}",
@@ -547,7 +530,7 @@ class LocalProvider:
             ],
         )
         for i in range(1, self.nodes_per_worker + 1):
-            kube.apply(dyn, fake_node(f"{c.name}-node{i}", self.node_capacity))
+            kube.apply(dyn, kwok.fake_node(f"{c.name}-node{i}", self.node_capacity))
 
     def _wait_crds_established(self, c: LocalCluster, dyn: Any, crds: list[dict[str, Any]]) -> None:
         """Until discovery serves every CRD (it lists a CRD only once it is Established).
@@ -676,20 +659,6 @@ def _layer(process: str) -> int:
     if process == "etcd":
         return 0
     return 1 if process.endswith("-apiserver") else 2
-
-
-def fake_node(name: str, capacity: dict[str, str]) -> dict[str, Any]:
-    """A Node that KWOK manages: it becomes Ready and runs pods without a kubelet."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
-        },
-        "status": {"capacity": dict(capacity), "allocatable": dict(capacity)},
-    }
 
 
 def private_etc_command(cluster_dir: Path, cert_dir: Path, argv: list[str]) -> list[str]:

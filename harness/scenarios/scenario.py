@@ -23,7 +23,7 @@ import yaml
 from kubernetes.client.rest import ApiException
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from harness.cluster import faults, kube, multikueue
+from harness.cluster import faults, inventory, kube, multikueue, workloads
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.kueue_install import NAMESPACE, PROVISIONING_CONTROLLER
 from harness.cluster.multikueue import API
@@ -32,7 +32,7 @@ from harness.errors import EnvironmentLimit
 from harness.profile import Profile
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.scenarios import inventory, turns, workloads
+from harness.scenarios import turns
 from harness.scenarios.autoscaler import Behaviour, FakeAutoscaler
 
 Quota = Mapping[str, str]
