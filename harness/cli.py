@@ -113,16 +113,16 @@ def cmd_bins(args: argparse.Namespace) -> int:
 def _node_rootfs() -> None:
     """The kind node image's Debian rootfs, where this machine can make it (node_image says
     why not otherwise)."""
-    from harness.providers import kind_images
+    from harness.providers import kind_node
 
-    if kind_images.can_build_rootfs():
-        kind_images.debian_rootfs(_log)
+    if kind_node.can_build_rootfs():
+        kind_node.debian_rootfs(_log)
 
 
 def _kind_images(v: versions.Versions) -> None:
     """`mkdc bins --kind`: the kind provider's tools and its offline images, built before a
     run needs them (a first kind run would otherwise spend minutes building them)."""
-    from harness.providers import kind_images
+    from harness.providers import kind_images, kind_node
 
     started = time.monotonic()
     if _docker_engine() is None:
@@ -130,7 +130,7 @@ def _kind_images(v: versions.Versions) -> None:
             "--kind: no Docker engine answers: start one (scripts/docker-engine, as root, "
             "installs and starts the distribution's), then run mkdc bins --kind again"
         )
-    kind_images.node_image(v, _log)
+    kind_node.node_image(v, _log)
     kind_images.kueue_image(v)
     kind_images.kwok_image(v)
     _log(f"kind tools and images ready in {time.monotonic() - started:.1f}s")
@@ -210,7 +210,7 @@ def _kind_readiness(v: versions.Versions) -> list[str]:
             "kind:     no Docker engine answers (for --provider kind: start yours, or run"
             " `sudo scripts/docker-engine` on Debian/Ubuntu)"
         ]
-    from harness.providers import kind_images
+    from harness.providers import kind_images, kind_node
 
     tools = [c for c in toolchain.node_components(v) if not toolchain.is_built(c)]
     if tools:
@@ -224,7 +224,7 @@ def _kind_readiness(v: versions.Versions) -> list[str]:
             " (apt-get install debootstrap), only kind's published one used"
         )
     if engine is not None:
-        tag = kind_images.node_tag(v)
+        tag = kind_node.node_tag(v)
         state = "built" if kind_images.docker_has(tag) else "not built yet (about 2 min, once)"
         lines.append(f"kind:     node image {tag}: {state}")
     return lines

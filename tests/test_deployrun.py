@@ -17,7 +17,7 @@ from harness.errors import UserError
 from harness.orchestrate import deployrun
 from harness.orchestrate.run import replica_of
 from harness.profile import load_profile
-from harness.providers import kind
+from harness.providers import kind_config
 from harness.recording.recorder import audit_events, per_pod_user, pod_of
 from harness.recording.timeline import Kind
 
@@ -200,14 +200,16 @@ def test_the_kind_manager_keeps_an_audit_log(tmp_path: Path) -> None:
     from harness.cluster import versions
 
     v = versions.select(None, None, None)
-    cfg = kind.render_kind_config("manager", v, audit_dir=tmp_path)
+    cfg = kind_config.render_kind_config("manager", v, audit_dir=tmp_path)
     [node] = cfg["nodes"]
-    assert node["extraMounts"] == [{"hostPath": str(tmp_path), "containerPath": kind.AUDIT_DIR}]
+    assert node["extraMounts"] == [
+        {"hostPath": str(tmp_path), "containerPath": kind_config.AUDIT_DIR}
+    ]
     patch = yaml.safe_load(cfg["kubeadmConfigPatches"][-1])
     args = {a["name"]: a["value"] for a in patch["apiServer"]["extraArgs"]}
-    assert args["audit-log-path"] == f"{kind.AUDIT_DIR}/audit.log"
-    assert "extraMounts" not in kind.render_kind_config("worker", v)["nodes"][0]
-    rules = kind.audit_policy()["rules"]
+    assert args["audit-log-path"] == f"{kind_config.AUDIT_DIR}/audit.log"
+    assert "extraMounts" not in kind_config.render_kind_config("worker", v)["nodes"][0]
+    rules = kind_config.audit_policy()["rules"]
     kueue = [r for r in rules if r.get("users")]
     assert kueue == [
         {"level": "None", "users": ["system:serviceaccount:kueue-system:kueue-controller-manager"]}

@@ -115,7 +115,8 @@ def test_the_folder_on_kind_clusters_passed_as_existing(selected_versions, tmp_p
     to be a kind cluster (its node's container), so the images are loaded into it; the
     run deletes what it applied, and nothing else."""
     from harness.cluster import inventory
-    from harness.providers.kind import EXTERNAL, KindProvider
+    from harness.providers.kind import KindProvider
+    from harness.providers.kind_config import EXTERNAL
     from harness.providers.local import running
 
     if _docker("info", "--format", "{{.ServerVersion}}").returncode != 0:
