@@ -18,7 +18,7 @@ from harness.orchestrate import deployrun
 from harness.orchestrate.run import replica_of
 from harness.profile import load_profile
 from harness.providers import kind_config
-from harness.recording.recorder import audit_events, per_pod_user, pod_of
+from harness.recording.audit_log import audit_events, per_pod_user, pod_of
 from harness.recording.timeline import Kind
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.cluster.audit import POLICY as AUDIT_POLICY
 from harness.orchestrate.dispatcher import _reads_since
-from harness.recording.recorder import (
+from harness.recording.audit_log import (
     audit_events,
     audit_forbidden,
     audit_read,

@@ -25,7 +25,7 @@ from harness.errors import UserError
 from harness.orchestrate.kubelet import Kubelet
 from harness.profile import Profile
 from harness.profile.deploy import Pod
-from harness.recording.recorder import audit_read
+from harness.recording.audit_log import audit_read
 
 SETTLE_SECONDS = 3.0  # a replica that is still alive this long after start counts as started
 SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
