@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 import time
+import weakref
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -27,6 +29,33 @@ from harness.scenarios.session import Result, Session, current
 from suites.actions import describe, exits_said
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
 from suites.scorecard import scorecard
+
+
+@dataclass
+class Judgement:
+    """The judge's own record of one scenario: the checks it decides (its test's), those
+    whose result is written, the failed ones with their message, and a note said with
+    every result of it that is not passed."""
+
+    checks: tuple[str, ...] = ()
+    note: str = ""
+    recorded: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)  # check id -> message
+
+
+_JUDGEMENTS: weakref.WeakKeyDictionary[Scenario, Judgement] = weakref.WeakKeyDictionary()
+
+
+def judging(sc: Scenario, checks: Iterable[str] = (), *, note: str = "") -> Judgement:
+    """Begin the judge's record of `sc`, which decides `checks`."""
+    made = _JUDGEMENTS[sc] = Judgement(tuple(checks), note)
+    return made
+
+
+def judgement(sc: Scenario) -> Judgement:
+    """The judge's record of `sc` (an empty one where none was begun: it decides nothing
+    of its own, and is judged on the checks that hold on every timeline)."""
+    return _JUDGEMENTS.setdefault(sc, Judgement())
 
 
 def bounds(sc: Scenario, **facts: Any) -> Bounds:
@@ -70,11 +99,12 @@ def needed_placement_timeout(sc: Scenario, cluster: str | None = None) -> float:
 def skip_if_slow(sc: Scenario, seconds: float, limit: float | None = None) -> None:
     """Extended scenarios whose claimed timing needs longer than `limit` run only in the
     full run. A core check always runs: its scenario takes its timing from the claims."""
-    if any(CATALOGUE[c].feature is None for c in sc.checks):
+    checks = judgement(sc).checks
+    if any(CATALOGUE[c].feature is None for c in checks):
         return
     if seconds > (SLOW_LIMIT if limit is None else limit) and not current().full:
         record_skipped(
-            current(), list(sc.checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
+            current(), list(checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
         )
         pytest.skip(f"needs {seconds:.0f}s of the claimed timing: full run only")
 
@@ -241,7 +271,8 @@ def round_timeout(sc: Scenario, default: float = 5.0) -> float:
 
 def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
     """The scenario's timeline satisfies these checks (default: the test's declared ones)."""
-    ids = list(check_ids or sc.checks)
+    record = judgement(sc)
+    ids = list(check_ids or record.checks)
     tl, b, origin = _observed(sc, **facts)
     failures = []
     for check_id in ids:
@@ -265,8 +296,8 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
             CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
         )
         _record(sc, check_id, verdict, tl, b, origin)
-        if check_id in sc.failed:
-            failures.append(f"{check_id} {CATALOGUE[check_id].name}: {sc.failed[check_id]}")
+        if check_id in record.failed:
+            failures.append(f"{check_id} {CATALOGUE[check_id].name}: {record.failed[check_id]}")
     assert not failures, "\n".join(failures)
 
 
@@ -274,7 +305,7 @@ def judge_every_timeline(sc: Scenario) -> None:
     """Checks that hold on any timeline, recorded for every scenario that ran workloads."""
     if not sc.jobs:
         return
-    ids = [c for c in every_timeline() if c not in getattr(sc, "checks", [])]
+    ids = [c for c in every_timeline() if c not in judgement(sc).checks]
     tl, b, origin = _observed(sc)
     for check_id in ids:
         if _wanted(check_id):
@@ -314,16 +345,17 @@ def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None
     Each check not yet recorded is judged on what was recorded first: a violation it shows
     is `failed`. Otherwise see `settle`.
     """
+    record = judgement(sc)
     tl, b, origin = _observed(sc)
     keys = sorted(set(sc.jobs.values()) - sc.foreign)
-    pending = [c for c in sc.checks if c not in sc.recorded and _wanted(c)]
+    pending = [c for c in record.checks if c not in record.recorded and _wanted(c)]
     verdicts = {c: run_check(CATALOGUE[c], tl, b, workloads=keys) for c in pending}
     for check_id, verdict in verdicts.items():
         if not verdict.passed and not verdict.inconclusive:
             _record(sc, check_id, verdict, tl, b, origin)
     for check_id, verdict in verdicts.items():
-        if check_id not in sc.recorded:
-            result, message = settle(check_id, error, timed_out, sc.failed, tl)
+        if check_id not in record.recorded:
+            result, message = settle(check_id, error, timed_out, record.failed, tl)
             quotes = result == Result.UNDECIDED and error in message
             _record(sc, check_id, verdict, tl, b, origin, result=result, why=message, quotes=quotes)
 
@@ -377,7 +409,8 @@ def _record(
     why: str = "",
     quotes: bool = False,
 ) -> None:
-    sc.recorded.add(check_id)
+    record = judgement(sc)
+    record.recorded.add(check_id)
     if result is None:
         result = (
             Result.PASSED
@@ -389,7 +422,7 @@ def _record(
         result, why = Result.UNDECIDED, f"{excuse}: not judged ({result}: {why or verdict.message})"
     actions = None
     if result == Result.FAILED:
-        sc.failed[check_id] = why or verdict.message
+        record.failed[check_id] = why or verdict.message
         own = sorted(set(sc.jobs.values()) - sc.foreign)
         actions = describe(tl, b, own, audited=_audited(sc), scenario=sc.name)
     _write(
@@ -450,7 +483,9 @@ def _with_context(sc: Scenario, message: str, tl: Timeline | None = None) -> str
     about the dispatcher's exits before the decision."""
     exited = "; ".join(exits_said(tl)) if tl is not None else ""
     notes = [
-        n for n in (sc.context_note, f"the dispatcher had exited: {exited}" if exited else "") if n
+        n
+        for n in (judgement(sc).note, f"the dispatcher had exited: {exited}" if exited else "")
+        if n
     ]
     return f"{message} ({'; '.join(notes)})" if message and notes else message
 

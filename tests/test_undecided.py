@@ -37,7 +37,8 @@ def scenario(checks: list[str], *events: tuple[float, Kind, dict[str, Any]]) -> 
     recorder = FrozenRecorder()
     sc = Scenario(offline_context(recorder, dispatcher_users=frozenset({USER})), "sc")
     sc.started = recorder.started
-    sc.jobs, sc.checks, sc.order = {"job": KEY}, checks, ["sc-w1", "sc-w2"]
+    sc.jobs, sc.order = {"job": KEY}, ["sc-w1", "sc-w2"]
+    judge.judging(sc, checks)
     sc.members = {"sc-w1": "w1", "sc-w2": "w2"}
     recorder.events = [
         Event(recorder.started + t, MANAGER, kind, KEY if kind != Kind.ACTION else "", data)

@@ -18,7 +18,7 @@ from harness.profile import Profile
 from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
 from harness.results import ScenarioResult
-from harness.scenarios import scenario
+from harness.scenarios import context
 from harness.scenarios.session import Result, selects
 from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
@@ -70,7 +70,7 @@ def build_report(
             )
         )
     cards = {_test_name(r.scenario): r.scorecard for r in records if r.scorecard}
-    environment = environment_section(profile, env, scenario.Shape.of(profile).to_report(), wall)
+    environment = environment_section(profile, env, context.Shape.of(profile).to_report(), wall)
     card = suite.merge_scorecards(cards.values()) if cards else {}
     card.pop("samples", None)
     card["perScenario"] = {

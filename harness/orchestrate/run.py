@@ -58,7 +58,7 @@ from harness.orchestrate.report_builder import (
 from harness.profile import SHARED, Profile, RunSpec, load_profile, objects
 from harness.providers import FAULTS
 from harness.report import UNDECIDED, Report, write_all
-from harness.scenarios import progress, scenario, slots
+from harness.scenarios import context, documents, progress, slots
 from harness.scenarios.session import EVENTS_FILE, SESSION_ENV, Session
 from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
@@ -401,11 +401,11 @@ def judge(
             claims = env.run_dir / slots.CLAIMS_DIR
             claims.mkdir(mode=0o700)
         run_id = inventory.new_run_id()
-        shape = scenario.Shape.of(profile)
-        common = scenario.shared_documents(shape)
+        shape = context.Shape.of(profile)
+        common = documents.shared_documents(shape)
         kept = common
         if profile.environment.cluster_scope == SHARED:
-            kept = [*common, *scenario.shared_scope_documents(env, shape)]
+            kept = [*common, *documents.shared_scope_documents(env, shape)]
         keep = [(d["kind"], d["metadata"]["name"]) for d in kept] if handing_on else []
         wait = not provider.discards_clusters
         stack.callback(lambda: _purge(env, run_id, wait=wait, keep=keep))
@@ -602,7 +602,7 @@ def _stage(
             kube.create_if_absent(cluster.dyn, inventory.label(doc, run_id))
     if profile.environment.cluster_scope == SHARED:
         # before the dispatcher starts, so one that looks only once sees it all
-        scenario.create_shared_scope(env, scenario.Shape.of(profile), run_id)
+        documents.create_shared_scope(env, context.Shape.of(profile), run_id)
     deployed = _deployed(p, env)
     if profile.run is not None:
         _make_objects(profile.run, profile.dispatcher_name, env, run_id, stack, where)

@@ -23,7 +23,8 @@ from harness.profile import SHARED, load_profile
 from harness.providers import CANNOT
 from harness.recording.recorder import Recorder
 from harness.scenarios import progress, turns
-from harness.scenarios.scenario import Context, Scenario
+from harness.scenarios.context import Context
+from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Session, current
 from harness.scenarios.slots import scenario_slot
 from suites import judge
@@ -142,13 +143,14 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
         shared = context.profile.environment.cluster_scope == SHARED
         own = request.node.get_closest_marker("own_clusters") is not None
         sc = Scenario(context, name, shared=shared and not own)
-        if shared and own:
-            sc.context_note = (
-                "clusterScope shared: this scenario changes the cluster set, so it builds its "
-                "own MultiKueueClusters and config after the dispatcher started; a dispatcher "
-                "that discovers clusters only at start cannot pass it"
-            )
-        sc.checks = _check_ids(request.node)
+        note = (
+            "clusterScope shared: this scenario changes the cluster set, so it builds its "
+            "own MultiKueueClusters and config after the dispatcher started; a dispatcher "
+            "that discovers clusters only at start cannot pass it"
+            if shared and own
+            else ""
+        )
+        judge.judging(sc, _check_ids(request.node), note=note)
         progress.emit(
             current().events_file,
             progress.SCENARIO_START,
