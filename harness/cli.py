@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness.cluster import faults, rundir, toolchain, versions
+from harness.console import log
 from harness.counts import MAX_COUNT, valid_count
 from harness.durations import parse_duration
 from harness.errors import UserError, command_exit, shown, shown_path
@@ -72,10 +73,6 @@ def _faults(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--inject {text!r}: ")) from None
 
 
-def _log(msg: str) -> None:
-    print(f"mkdc: {msg}", file=sys.stderr, flush=True)
-
-
 def _version_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kueue-version", help="Kueue version (env MKDC_KUEUE_VERSION; default v0.19.2)"
@@ -95,14 +92,14 @@ def _selected(args: argparse.Namespace) -> versions.Versions:
 
 def cmd_bins(args: argparse.Namespace) -> int:
     v = _selected(args)
-    _log(f"binaries for {v.describe()} (cache: {toolchain.cache_dir()})")
+    log(f"binaries for {v.describe()} (cache: {toolchain.cache_dir()})")
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=1) as aside:
         # the kind node's rootfs downloads while the binaries compile
         rootfs = aside.submit(_node_rootfs) if args.kind else None
-        paths = toolchain.build_all(v, _log, node=args.kind)
+        paths = toolchain.build_all(v, log, node=args.kind)
         toolchain.manifests(v)
-        _log(f"{len(paths)} binaries ready in {time.monotonic() - started:.1f}s")
+        log(f"{len(paths)} binaries ready in {time.monotonic() - started:.1f}s")
         if rootfs is not None:
             rootfs.result()
     if args.kind:
@@ -116,7 +113,7 @@ def _node_rootfs() -> None:
     from harness.providers import kind_node
 
     if kind_node.can_build_rootfs():
-        kind_node.debian_rootfs(_log)
+        kind_node.debian_rootfs(log)
 
 
 def _kind_images(v: versions.Versions) -> None:
@@ -130,10 +127,10 @@ def _kind_images(v: versions.Versions) -> None:
             "--kind: no Docker engine answers: start one (scripts/docker-engine, as root, "
             "installs and starts the distribution's), then run mkdc bins --kind again"
         )
-    kind_node.node_image(v, _log)
+    kind_node.node_image(v, log)
     kind_images.kueue_image(v)
     kind_images.kwok_image(v)
-    _log(f"kind tools and images ready in {time.monotonic() - started:.1f}s")
+    log(f"kind tools and images ready in {time.monotonic() - started:.1f}s")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -250,19 +247,19 @@ def cmd_up(args: argparse.Namespace) -> int:
     from harness.providers.local import LocalProvider
 
     for removed in rundir.sweep():  # left by runs that were killed; never a live run's
-        _log(removed.describe())
+        log(removed.describe())
     current = toolchain.cache_dir() / CURRENT
     running = _recorded_run_dir(current)
     if running is not None:
         raise UserError(f"an environment is already running ({running}): run `mkdc down` first")
     v = _selected(args)
-    toolchain.build_kueue_source(v, _log)
+    toolchain.build_kueue_source(v, log)
     provider = LocalProvider(
         v,
         workers=args.workers,
         dispatcher_name=args.dispatcher_name,
         outlive_parent=True,
-        progress=_log,
+        progress=log,
     )
     env = provider.up()
     current.parent.mkdir(parents=True, exist_ok=True)
@@ -290,19 +287,19 @@ def cmd_down(args: argparse.Namespace) -> int:
     run_dir = _recorded_run_dir(current) if was_up else None
     if was_up and run_dir is None:
         current.unlink()
-        _log(f"no environment is running (removed {current}, which named none)")
+        log(f"no environment is running (removed {current}, which named none)")
     elif run_dir is not None:
         started = time.monotonic()
         stopped = stop_recorded(run_dir) if run_dir.exists() else 0
         rundir.remove(run_dir)
         current.unlink()
         elapsed = time.monotonic() - started
-        _log(f"stopped {stopped} process groups and removed {run_dir} in {elapsed:.1f}s")
+        log(f"stopped {stopped} process groups and removed {run_dir} in {elapsed:.1f}s")
     removed = rundir.sweep()
     for gone in removed:
-        _log(gone.describe())
+        log(gone.describe())
     if not was_up and not removed:
-        _log("no environment is running")
+        log("no environment is running")
     return 0
 
 
@@ -372,7 +369,7 @@ def cmd_profile_check(args: argparse.Namespace) -> int:
     """Validate a profile and say the plan a run would follow; no cluster, no build."""
     from harness.orchestrate import explain
     from harness.orchestrate.options import Options
-    from harness.orchestrate.run import worker_names
+    from harness.orchestrate.plan import worker_names
     from harness.profile import load_profile
 
     profile = load_profile(args.profile)

@@ -1,8 +1,7 @@
 """Counts a user gives (workers, scenarios at once), from the command line or a plan file.
 
-Why a module of its own: `mkdc`'s argument parser checks them at start-up, and importing
-`harness.orchestrate.run` for one constant made every `mkdc` command load the Kubernetes
-client first.
+Why a module of its own: `mkdc`'s argument parser checks them at start-up, and the run's
+modules, which load the Kubernetes client, are imported only by the command that runs.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ type; a file that does not fit it is refused by name, never half read.
 
 from __future__ import annotations
 
+import enum
 import json
 import secrets
 from collections.abc import Mapping
@@ -16,7 +17,22 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.scenarios.session import Result
+
+
+class Result(enum.StrEnum):
+    """A check's result; the worst over its scenarios is its result in the report."""
+
+    FAILED = "failed"
+    UNDECIDED = "undecided"  # its scenario broke before the check's decision point
+    PASSED = "passed"
+    SKIPPED = "skipped"  # filtered out, or the environment lacks something
+    NOT_SUPPORTED = "not-supported"  # the profile does not claim the check's feature
+
+    @property
+    def rank(self) -> int:
+        """Worst first: failed < undecided < passed < skipped < not-supported."""
+        return list(Result).index(self)
+
 
 # field name -> JSON key, for the fields whose spelling differs
 _KEYS = {

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.cluster import faults
-from harness.scenarios.session import Result
+from harness.results import Result
 from suites.checks import CATALOGUE
 from suites.selftest import BASELINES, Expectation, Outcome, run_one
 

@@ -19,8 +19,7 @@ from typing import Any
 
 from harness.recording.timeline import Event, Kind, Timeline
 from harness.report import Finding
-from harness.results import ScenarioResult
-from harness.scenarios.session import Result
+from harness.results import Result, ScenarioResult
 from suites.checks import CATALOGUE, MAX_NOMINATIONS, Bounds, created_at, first_placement, names
 
 NEVER_NOMINATED_AFTER = 30.0  # seconds pending with no nomination before it counts

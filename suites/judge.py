@@ -22,10 +22,10 @@ from harness.cluster import faults
 from harness.cluster.multikueue import API
 from harness.profile import Claims
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.results import ScenarioResult
+from harness.results import Result, ScenarioResult
 from harness.scenarios import progress, turns
 from harness.scenarios.scenario import Scenario
-from harness.scenarios.session import Result, Session, current
+from harness.scenarios.session import Session, current
 from suites.actions import describe, exits_said
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
 from suites.scorecard import scorecard

@@ -34,9 +34,9 @@ import yaml
 
 from dispatchers.faulty.faults import FAULTS
 from harness.orchestrate.options import Options
-from harness.orchestrate.run import plan as run_plan
+from harness.orchestrate.plan import plan as run_plan
 from harness.profile import load_profile
-from harness.scenarios.session import Result
+from harness.results import Result
 from suites.checks import CATALOGUE
 from suites.judge import LEFT_BY_EARLIER, fewest_workers
 
@@ -387,7 +387,7 @@ def _sets_workers(arg: str) -> bool:
 def environment_of(
     exp: Expectation, profile_dir: Path | None = None, extra: Sequence[str] = ()
 ) -> Hashable:
-    """Which environment the run needs (``harness.orchestrate.run.Plan.environment_key``)."""
+    """Which environment the run needs (``harness.orchestrate.plan.Plan.environment_key``)."""
     options = Options(
         profile_arg(exp, profile_dir),
         report_dir=Path("reports") / exp.profile_name,

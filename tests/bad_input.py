@@ -35,7 +35,7 @@ from kubernetes.config import kube_config
 
 from harness import cli
 from harness.cluster import toolchain
-from harness.orchestrate import run as run_module
+from harness.orchestrate import suite_run
 from harness.providers.existing import ExistingProvider
 from harness.providers.kind import KindProvider
 from harness.providers.local import LocalProvider
@@ -70,7 +70,7 @@ def forbid_side_effects(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(ExistingProvider, "_require_crds", refuse("a connection to a real cluster"))
     for name in ("build_all", "build_go_module", "manifests", "_run_go"):
         mp.setattr(toolchain, name, refuse(f"toolchain.{name}"))
-    mp.setattr(run_module, "_pytest", refuse("the suite"))
+    mp.setattr(suite_run, "pytest", refuse("the suite"))
     mp.setattr(subprocess.Popen, "__init__", refuse("a child process"))
 
 

@@ -12,6 +12,7 @@ from harness.cluster.environment import Environment
 from harness.cluster.probes import Target
 from harness.orchestrate.kubelet import Kubelet, Usage
 from harness.orchestrate.options import Options
+from harness.orchestrate.outcome import Dispatched, Outcome
 from harness.orchestrate.report_builder import build_report, replica_entries
 from harness.profile import load_profile
 from suites.checks import Bounds
@@ -28,6 +29,7 @@ ENV = cast(  # what build_report reads of the environment
         info={},
     ),
 )
+RAN = Outcome(started=0.0, ended=1.0)  # a run of one second, nothing more to say
 
 
 def write(
@@ -58,7 +60,7 @@ def test_undecided_folds_between_failed_and_passed_and_findings_come_along(
     write(results, 2, "CORE-03", "a", "undecided", blind)
     write(results, 3, "CORE-03", "b", "passed", Story("b/wl").created(0))
     run = Options("reference", checks=("CORE-01", "CORE-03"))
-    report = build_report(load_profile("reference"), ENV, tmp_path, run, 1.0)
+    report = build_report(load_profile("reference"), ENV, tmp_path, run, RAN)
     results_by_id = {c.id: c.result for c in report.checks}
     assert results_by_id == {"CORE-01": "failed", "CORE-03": "undecided"}
     assert [f.id for f in report.findings] == ["nominated-outside-config"]
@@ -93,7 +95,7 @@ def test_timeouts_and_shape_do_not_depend_on_which_record_sorts_first(tmp_path: 
     }
     story = Story("b/wl").created(0)
     write(results, 2, "CORE-07", "b", "passed", story, timeouts=timeouts, shape=shape)
-    report = build_report(profile, ENV, tmp_path, opts, 1.0)
+    report = build_report(profile, ENV, tmp_path, opts, RAN)
     assert report.timeouts == timeouts
     assert report.timeouts["placement_slack"] == 90.0 and report.timeouts["burst_slack"] == 60.0
     assert report.environment["shape"] == shape
@@ -104,7 +106,7 @@ def test_invalid_slacks_leave_the_timeouts_empty_instead_of_losing_the_report(
 ) -> None:
     (tmp_path / "results").mkdir()
     opts = Options("reference", slacks={"no_such_slack": "1s"})
-    report = build_report(load_profile("reference"), ENV, tmp_path, opts, 1.0)
+    report = build_report(load_profile("reference"), ENV, tmp_path, opts, RAN)
     assert report.timeouts == {}
 
 
@@ -115,7 +117,7 @@ def test_a_check_no_scenario_recorded_is_undecided_not_absent(tmp_path: Path) ->
     results.mkdir()
     write(results, 1, "CORE-01", "a", "passed", Story("a/wl").created(0))
     run = Options("reference", checks=("CORE-01", "CORE-04", "EXT-05", "EXT-12"))
-    report = build_report(load_profile("reference"), ENV, tmp_path, run, 1.0)
+    report = build_report(load_profile("reference"), ENV, tmp_path, run, RAN)
     by_id = {c.id: c for c in report.checks}
     assert {i: c.result for i, c in by_id.items()} == {
         "CORE-01": "passed",
@@ -130,7 +132,9 @@ def test_after_an_interrupt_the_checks_not_decided_say_so(tmp_path: Path) -> Non
     results.mkdir()
     write(results, 1, "CORE-01", "a", "passed", Story("a/wl").created(0))
     run = Options("reference", checks=("CORE-01", "CORE-03"))
-    report = build_report(load_profile("reference"), ENV, tmp_path, run, 1.0, "SIGINT")
+    report = build_report(
+        load_profile("reference"), ENV, tmp_path, run, Outcome(0.0, 1.0, interrupted="SIGINT")
+    )
     by_id = {c.id: c for c in report.checks}
     assert by_id["CORE-01"].result == "passed" and by_id["CORE-03"].result == "undecided"
     assert by_id["CORE-03"].message == (
@@ -154,9 +158,9 @@ def test_each_replica_on_this_host_is_reported_with_its_identity_restarts_and_pe
         process_name=lambda r: f"dispatcher-{r}",
     )
     unsampled = SimpleNamespace(kubelet=idle(1))
+    watch = SimpleNamespace(restarts={1: 2})
     entries = replica_entries(
-        [runner, unsampled, None],  # type: ignore[list-item]
-        [SimpleNamespace(restarts={1: 2}), None, None],  # type: ignore[list-item]
+        [Dispatched(runner, watch), Dispatched(unsampled), Dispatched()]  # type: ignore[arg-type]
     )
     assert entries == [
         {
@@ -178,3 +182,40 @@ def test_each_replica_on_this_host_is_reported_with_its_identity_restarts_and_pe
             "peakCpuCores": 0.0,
         },
     ]  # a runner whose replicas were never sampled (Pods on a cluster) has no rows
+
+
+def test_the_report_says_what_the_outcome_says_and_only_that(tmp_path: Path) -> None:
+    """Built once from the run's outcome: its environments, the faults injected (timed from
+    the run's start) and those that could not be, the replicas' network, the exits."""
+    from harness.cluster.faults import Window
+
+    (tmp_path / "results").mkdir()
+    profile, opts = load_profile("reference"), Options("reference", checks=("CORE-01",))
+    plain = build_report(profile, ENV, tmp_path, opts, RAN).environment
+    assert not {"environments", "injectedFaults", "replicaNetwork", "replicas"} & set(plain)
+    exit_event = {"process": "dispatcher-0", "replica": 0, "code": 2, "elapsedSeconds": 4.0}
+    outcome = Outcome(
+        started=100.0,
+        ended=130.0,
+        dispatched=(Dispatched(replica_network="the host's (why)"), Dispatched()),
+        injected=(Window("kueue-crash", "manager", "Kueue crashed", 110.0, 115.5),),
+        faults_not_injected=("worker-etcd: not here",),
+        exits=(exit_event,),
+    )
+    report = build_report(profile, ENV, tmp_path, opts, outcome)
+    environment = report.environment
+    assert environment["environments"] == 2 and environment["wallSeconds"] == 30.0
+    assert environment["replicaNetwork"] == "the host's (why)"
+    assert environment["injectedFaults"] == [
+        {
+            "fault": "kueue-crash",
+            "target": "manager",
+            "what": "Kueue crashed",
+            "startSeconds": 10.0,
+            "endSeconds": 15.5,
+        }
+    ]
+    assert environment["faultsNotInjected"] == ["worker-etcd: not here"]
+    assert [(e["process"], e["code"], e["atSeconds"]) for e in report.dispatcher_exits] == [
+        ("dispatcher-0", 2, 4.0)
+    ]

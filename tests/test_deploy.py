@@ -16,7 +16,7 @@ from harness.cluster.probes import Probe
 from harness.errors import UserError
 from harness.orchestrate.dispatcher import downward_api, volumes
 from harness.orchestrate.options import Options
-from harness.orchestrate.run import plan
+from harness.orchestrate.plan import plan
 from harness.profile import deploy, load_profile
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "dispatchers" / "example-go" / "deploy"

@@ -15,7 +15,7 @@ import yaml
 
 from harness.errors import UserError
 from harness.orchestrate import deployrun
-from harness.orchestrate.run import replica_of
+from harness.orchestrate.dispatcher import DispatcherRunner
 from harness.profile import load_profile
 from harness.providers import kind_config
 from harness.recording.audit_log import audit_events, per_pod_user, pod_of
@@ -188,12 +188,13 @@ class Pods:
 
 def test_the_replica_of_a_writer() -> None:
     runner: Any = Pods()
-    assert replica_of(runner, f"{ACCOUNT} (pod d-3)") == 0
-    assert replica_of(runner, f"{ACCOUNT} (pod d-2)") == 1
+    assert runner.replica_of(f"{ACCOUNT} (pod d-3)") == 0
+    assert runner.replica_of(f"{ACCOUNT} (pod d-2)") == 1
     with pytest.raises(ValueError, match="no Pod of Deployment d"):
-        replica_of(runner, f"{ACCOUNT} (pod d-9)")
+        runner.replica_of(f"{ACCOUNT} (pod d-9)")
     own: Any = object()  # a runner of mkdc's own replicas: the account names it
-    assert replica_of(own, "system:serviceaccount:kueue-system:mkdc-dispatcher-1") == 1
+    user = "system:serviceaccount:kueue-system:mkdc-dispatcher-1"
+    assert DispatcherRunner.replica_of(own, user) == 1
 
 
 def test_the_kind_manager_keeps_an_audit_log(tmp_path: Path) -> None:
@@ -303,7 +304,7 @@ def test_a_killed_pod_stays_down_until_its_replica_restarts_as_a_new_pod(
     runner.restart(1)
     assert cluster.calls[-1] == ("scale", 2)
     assert runner.slots[1] == "d-c" and runner.alive(1)
-    assert replica_of(runner, f"{ACCOUNT} (pod d-b)") == 1  # an earlier Pod of it
+    assert runner.replica_of(f"{ACCOUNT} (pod d-b)") == 1  # an earlier Pod of it
     log = (tmp_path / "run" / "logs" / "dispatcher-1.log").read_text()
     assert "--- pod d-b container manager (current)\nlog of d-b" in log
 

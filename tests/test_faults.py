@@ -12,7 +12,7 @@ import pytest
 from harness.cluster import faults
 from harness.errors import UserError
 from harness.recording.timeline import Event, Kind, Timeline
-from harness.scenarios.session import Result
+from harness.results import Result
 from suites import judge
 from suites.checks import CATALOGUE
 

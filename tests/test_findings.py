@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from harness.recording.timeline import Kind
 from harness.report import Report, verify_report_data
-from harness.results import ScenarioResult
-from harness.scenarios.session import Result
+from harness.results import Result, ScenarioResult
 from harness.suite import catalogue
 from suites.findings import detect
 from tests.timelines import Story

@@ -218,7 +218,7 @@ def test_config_map_carries_config_and_version():
         "namespace": "kueue-system",
         "labels": {"app.kubernetes.io/version": "v0.19.2"},
     }
-    cfg = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+    cfg = yaml.safe_load(cm["data"][kueue_install.CONFIG_KEY])
     assert cfg["multiKueue"]["dispatcherName"] == "d"
 
 
@@ -276,10 +276,7 @@ def test_install_plan_for_a_worker(tmp_path, manifests):
     stages = [d["metadata"]["name"] for d in yaml.safe_load_all(plan[4].stdin or "")]
     assert stages == ["node-initialize", "pod-ready", "node-heartbeat-with-lease"]
     cm = yaml.safe_load(plan[5].stdin or "")
-    assert (
-        cm["kind"] == "ConfigMap"
-        and yaml.safe_load(cm["data"][kind_config.KUEUE_CONFIG_KEY]) == cfg
-    )
+    assert cm["kind"] == "ConfigMap" and yaml.safe_load(cm["data"][kueue_install.CONFIG_KEY]) == cfg
     assert list(yaml.safe_load_all(plan[11].stdin or "")) == nodes
     assert plan[-1].attempts > 1 and "ClusterQueue" in (plan[-1].stdin or "")
 
@@ -321,7 +318,7 @@ def test_up_in_ci_mode_creates_installs_wires_and_down_deletes(manifests):
     assert "kind get kubeconfig --internal --name mkdc-manager" not in lines
     # the manager's Kueue gets the profile's dispatcher and extra; workers neither
     cms = [yaml.safe_load(c.stdin or "") for c in runner.cmds if "--field-manager=mkdc" in c.argv]
-    configs = [yaml.safe_load(cm["data"][kind_config.KUEUE_CONFIG_KEY]) for cm in cms]
+    configs = [yaml.safe_load(cm["data"][kueue_install.CONFIG_KEY]) for cm in cms]
     assert configs[0]["multiKueue"]["dispatcherName"] == DISPATCHER
     assert configs[0]["featureGates"] == {"MultiKueueBatchJobWithManagedBy": True}
     assert all("multiKueue" not in cfg and "featureGates" not in cfg for cfg in configs[1:])
@@ -568,7 +565,7 @@ def test_merge_patch_mode_turns_on_kueues_gate_on_the_manager(manifests):
     env = p.up()
     p.down()
     cms = [yaml.safe_load(c.stdin or "") for c in runner.cmds if "--field-manager=mkdc" in c.argv]
-    manager_cfg = yaml.safe_load(cms[0]["data"][kind_config.KUEUE_CONFIG_KEY])
+    manager_cfg = yaml.safe_load(cms[0]["data"][kueue_install.CONFIG_KEY])
     assert manager_cfg["featureGates"]["WorkloadRequestUseMergePatch"] is True
     assert env.nomination_write_mode == "merge-patch"
 

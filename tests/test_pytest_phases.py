@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import procs, versions
-from harness.orchestrate import run
+from harness.orchestrate import suite_run
 from harness.orchestrate.options import Options
+from harness.orchestrate.plan import Plan
 from harness.profile import load_profile
 
 
@@ -22,9 +23,9 @@ def lanes_of(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, aside: Path | None
         seen.append([list(lane) for lane in lanes])
         return [0, 1]
 
-    monkeypatch.setattr(run.procs, "run_lanes", run_lanes)
+    monkeypatch.setattr(suite_run.procs, "run_lanes", run_lanes)
     (tmp_path / "a").mkdir(exist_ok=True)
-    code = run._pytest(
+    code = suite_run.pytest(
         tmp_path / "a" / "session.json", 2, tmp_path / "pytest.log", lambda: True, aside
     )
     return code, seen[0]
@@ -42,8 +43,8 @@ def test_one_environment_runs_the_alone_phase_after_the_other_when_some_are_left
 
 
 def test_nothing_selected_in_a_phase_is_not_a_failure(monkeypatch, tmp_path):
-    monkeypatch.setattr(run.procs, "run_lanes", lambda lanes, out: [5, 0])
-    code = run._pytest(tmp_path / "session.json", 2, tmp_path / "pytest.log", lambda: True)
+    monkeypatch.setattr(suite_run.procs, "run_lanes", lambda lanes, out: [5, 0])
+    code = suite_run.pytest(tmp_path / "session.json", 2, tmp_path / "pytest.log", lambda: True)
     assert code == 0
 
 
@@ -55,8 +56,8 @@ def test_with_a_second_environment_its_alone_phase_runs_from_the_start(monkeypat
     _, [[shared, alone_here], [alone_there]] = lanes_of(monkeypatch, tmp_path, aside)
     assert "not exclusive" in shared.argv and alone_here.when is not None
     assert alone_there.argv == alone_here.argv and alone_there.when is None
-    assert shared.env is not None and shared.env[run.SESSION_ENV].endswith("a/session.json")
-    assert alone_there.env is not None and alone_there.env[run.SESSION_ENV] == str(aside)
+    assert shared.env is not None and shared.env[suite_run.SESSION_ENV].endswith("a/session.json")
+    assert alone_there.env is not None and alone_there.env[suite_run.SESSION_ENV] == str(aside)
     assert alone_there.env["TMPDIR"].startswith(str(tmp_path / "b"))
 
 
@@ -64,14 +65,14 @@ def test_no_more_run_at_once_than_the_checks_have_scenarios_to_run_beside_each_o
     """Each scenario run at once is an xdist worker: a one-scenario run starts none."""
 
     def parallel(n: int, checks: list[str]) -> int:
-        plan = run.Plan(
+        plan = Plan(
             Options(profile="reference", parallel=n),
             load_profile("reference"),
             versions.select(None, None),
             Path("r"),
-            None,
+            None,  # type: ignore[arg-type]  # parallelism asks nothing of the provider
         )
-        return run._parallelism(plan, checks)
+        return suite_run.parallelism(plan, checks)
 
     assert parallel(2, ["CORE-08"]) == 1
     assert parallel(2, ["CORE-08", "EXT-11", "EXT-12"]) == 1  # the other two run alone

@@ -9,8 +9,7 @@ import pytest
 
 from harness import results
 from harness.errors import UserError
-from harness.results import DispatcherActions, ScenarioResult
-from harness.scenarios.session import Result
+from harness.results import DispatcherActions, Result, ScenarioResult
 
 
 def test_written_and_read_back_alike(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ import yaml
 from harness.cluster import kube
 from harness.cluster.environment import Environment
 from harness.errors import UserError
-from harness.orchestrate import run
+from harness.orchestrate import plan, stage, verdict
 from harness.orchestrate.options import Options
+from harness.orchestrate.outcome import Dispatched, Outcome
 from harness.profile import Profile, load_profile
 
 PROFILES = Path(__file__).resolve().parent.parent / "dispatchers" / "profiles"
@@ -29,19 +30,19 @@ def shaped(tmp_path: Path, environment: dict) -> Profile:
 
 def test_fake_nodes_offer_the_declared_extended_resource(tmp_path: Path) -> None:
     gpu = shaped(tmp_path, {"resource": "nvidia.com/gpu"})
-    capacity = run._node_capacity(gpu)
+    capacity = plan.node_capacity(gpu)
     assert capacity is not None and capacity["nvidia.com/gpu"] == "64"
-    assert run._node_capacity(shaped(tmp_path, {"resource": "cpu"})) is None
+    assert plan.node_capacity(shaped(tmp_path, {"resource": "cpu"})) is None
 
 
 def test_an_api_version_the_manager_does_not_serve_is_a_user_error(monkeypatch) -> None:
     monkeypatch.setattr(kube, "served_versions", lambda dyn, group: ["v1beta2", "v1beta1"])
     fields = SimpleNamespace(manager=SimpleNamespace(dyn=None), kueue_version="v0.19.2")
     env = cast(Environment, fields)  # all _require_api_version reads
-    run._require_api_version(env, "v1beta1")
-    run._require_api_version(env, None)
+    stage.require_api_version(env, "v1beta1")
+    stage.require_api_version(env, None)
     with pytest.raises(UserError, match="v1alpha1 is not served by Kueue v0.19.2 .*v1beta2"):
-        run._require_api_version(env, "v1alpha1")
+        stage.require_api_version(env, "v1alpha1")
 
 
 def test_extended_resources_get_limits_equal_to_requests() -> None:
@@ -59,12 +60,12 @@ def test_extended_resources_get_limits_equal_to_requests() -> None:
 
 def test_workers_are_named_as_the_profile_names_them(tmp_path: Path) -> None:
     plain = shaped(tmp_path, {})
-    assert run.worker_names(Options(profile="p"), plain) == [f"worker{i}" for i in (1, 2, 3, 4)]
-    assert run.worker_names(Options(profile="p", workers=2), plain) == ["worker1", "worker2"]
+    assert plan.worker_names(Options(profile="p"), plain) == [f"worker{i}" for i in (1, 2, 3, 4)]
+    assert plan.worker_names(Options(profile="p", workers=2), plain) == ["worker1", "worker2"]
     named = shaped(tmp_path, {"clusters": ["east-cluster", "west-cluster"]})
-    assert run.worker_names(Options(profile="p"), named) == ["east-cluster", "west-cluster"]
+    assert plan.worker_names(Options(profile="p"), named) == ["east-cluster", "west-cluster"]
     with pytest.raises(UserError, match="--workers 3 but profile .* names 2"):
-        run.worker_names(Options(profile="p", workers=3), named)
+        plan.worker_names(Options(profile="p", workers=3), named)
 
 
 def test_a_dispatcher_dead_at_start_leaves_its_log_and_a_report(tmp_path: Path) -> None:
@@ -90,7 +91,9 @@ def test_a_dispatcher_dead_at_start_leaves_its_log_and_a_report(tmp_path: Path) 
     failure = StartFailure(
         "the dispatcher (dispatcher-0) exited with code 3 at start", "dispatcher-0"
     )
-    error = run._start_failure_report(failure, profile, env, report_dir, 0.0)
+    failed = Dispatched(replica_network="the host's (spec.run.hostNetwork)")
+    outcome = Outcome(0.0, 2.0, (failed,), error=str(failure))
+    error = verdict.start_failure_report(failure, profile, env, report_dir, outcome)
     copied = report_dir / "artifacts" / "logs" / "dispatcher-0.log"
     assert str(copied) in str(error) and "exited with code 3" in str(error)
     assert copied.read_text() == "forbidden: cannot list secrets\n"
@@ -100,3 +103,4 @@ def test_a_dispatcher_dead_at_start_leaves_its_log_and_a_report(tmp_path: Path) 
     assert doc["summary"]["result"] == "error"
     assert "exited with code 3" in doc["error"]
     assert doc["environment"]["workerNames"] == ["east"]
+    assert doc["environment"]["replicaNetwork"] == "the host's (spec.run.hostNetwork)"

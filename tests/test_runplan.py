@@ -11,7 +11,8 @@ import yaml
 
 from harness.orchestrate import runplan
 from harness.orchestrate.options import Options
-from harness.orchestrate.run import exit_status, plan
+from harness.orchestrate.plan import plan
+from harness.orchestrate.run import exit_status
 from harness.profile import PROFILES_DIR
 from tests.bad_input import expect_one_line, forbid_side_effects, run_cli
 from tests.bad_input import sandbox as make_sandbox

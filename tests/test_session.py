@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.results import Result
 from harness.scenarios import session as sessions
-from harness.scenarios.session import Result, Session, selects
+from harness.scenarios.session import Session, selects
 
 
 def test_round_trip_keeps_every_field_and_the_file_is_private(tmp_path: Path) -> None:

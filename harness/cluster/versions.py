@@ -87,11 +87,16 @@ def _strip_v(value: str) -> str:
     return value[1:] if value.startswith("v") else value
 
 
+def source_given(source: str | None) -> str | None:
+    """The Kueue source tree asked for: `source` (--kueue-source), else the environment's."""
+    return source or os.environ.get("MKDC_KUEUE_SOURCE") or None
+
+
 def select(
     kueue: str | None = None, kubernetes: str | None = None, source: str | None = None
 ) -> Versions:
     """The versions to use: explicit arguments, then environment, then the default."""
-    source = source or os.environ.get("MKDC_KUEUE_SOURCE") or None
+    source = source_given(source)
     tree = read_source(Path(source)) if source else None
     kueue = _strip_v(
         kueue

@@ -250,6 +250,10 @@ class DispatcherRunner:
         proc = self.supervisor.procs.get(self.process_name(replica))
         return bool(proc and proc.alive())
 
+    def replica_of(self, user: str) -> int:
+        """The replica an audit user is: its own ServiceAccount `...:mkdc-dispatcher-<i>`."""
+        return int(user.rsplit("-", 1)[1])
+
     def save_logs(self) -> None:
         """Host processes write their logs themselves; container runners copy theirs."""
 

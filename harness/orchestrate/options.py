@@ -31,5 +31,5 @@ class Options:
     inject_downtime: float = 5.0  # how long each fault lasts
     # 2: the scenarios that run alone run on a second environment, beside the others;
     # None: 2 where the provider can make one, the run has such scenarios and others, and
-    # the memory left holds it (`_second_provider`)
+    # the memory left holds it (`harness.orchestrate.environments.second_provider`)
     environments: int | None = None

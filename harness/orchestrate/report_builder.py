@@ -8,18 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from harness import results
-from harness.cluster import identity
+from harness.cluster import faults, identity
 from harness.cluster.environment import Environment
 from harness.cluster.kueue_install import NAMESPACE
-from harness.orchestrate.dispatcher import DispatcherRunner
-from harness.orchestrate.exits import ExitWatch
 from harness.orchestrate.options import Options
+from harness.orchestrate.outcome import Dispatched, Outcome
 from harness.profile import Profile
 from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
-from harness.results import ScenarioResult
+from harness.results import Result, ScenarioResult
 from harness.scenarios import context
-from harness.scenarios.session import Result, selects
+from harness.scenarios.session import selects
 from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
 
@@ -31,17 +30,13 @@ INTERRUPTED = "undecided: the run was interrupted ({how}) before a scenario deci
 
 
 def build_report(
-    profile: Profile,
-    env: Environment,
-    report_dir: Path,
-    opts: Options,
-    wall: float,
-    interrupted: str = "",
+    profile: Profile, env: Environment, report_dir: Path, opts: Options, outcome: Outcome
 ) -> Report:
-    """Fold the per-scenario result files into one result per check, and explain what
-    went wrong across them (findings). A check this run should have decided and for which
-    no scenario recorded anything (its scenario marker lost, say, or the run `interrupted`
-    by that signal) is undecided, not absent."""
+    """The run's report, from its `outcome` and the per-scenario result files, folded into
+    one result per check, with what went wrong across them explained (findings). A check
+    this run should have decided and for which no scenario recorded anything (its scenario
+    marker lost, say, or the run interrupted) is undecided, not absent."""
+    interrupted = outcome.interrupted
     suite = load_suite()
     records = results.read_all(report_dir / "results")
     by_check: dict[str, list[ScenarioResult]] = {}
@@ -70,7 +65,7 @@ def build_report(
             )
         )
     cards = {_test_name(r.scenario): r.scorecard for r in records if r.scorecard}
-    environment = environment_section(profile, env, context.Shape.of(profile).to_report(), wall)
+    environment = environment_section(profile, env, context.Shape.of(profile).to_report(), outcome)
     card = suite.merge_scorecards(cards.values()) if cards else {}
     card.pop("samples", None)
     card["perScenario"] = {
@@ -84,6 +79,18 @@ def build_report(
         scorecard=card,
         privileges=privileges(profile),
         findings=suite.findings(records, profile.claims.to_dict()),
+        catalogue=suite_catalogue(),
+        dispatcher_exits=[exit_entry(e) for e in outcome.exits],
+    )
+
+
+def error_report(profile: Profile, env: Environment, outcome: Outcome) -> Report:
+    """The report of a run that could not judge the dispatcher (`outcome.error`)."""
+    return Report.for_profile(
+        profile,
+        environment=environment_section(profile, env, {}, outcome),
+        privileges=privileges(profile),
+        error=f"the dispatcher could not be judged: {outcome.error}",
         catalogue=suite_catalogue(),
     )
 
@@ -106,11 +113,13 @@ def _timeouts(profile: Profile, opts: Options) -> dict[str, Any]:
 
 
 def environment_section(
-    profile: Profile, env: Environment, shape: dict[str, Any], wall: float
+    profile: Profile, env: Environment, shape: dict[str, Any], outcome: Outcome
 ) -> dict[str, Any]:
-    """The report's environment section: what ran, and how the dispatcher was run."""
+    """The report's environment section: what ran, how the dispatcher was run, and what
+    the run did to the environment (faults injected)."""
     how = "built into Kueue"
     extra: dict[str, Any] = {}
+    first = outcome.first
     if profile.run is not None:
         how = "pod environment" if profile.run.pod_environment else "process"
         if profile.run.image is not None:
@@ -118,9 +127,19 @@ def environment_section(
         if profile.run.deploy is not None:
             how = f"deploy folder (Deployment {profile.run.deploy.pod.deployment})"
             # on kind and existing clusters the folder is applied as written: less is not
-            extra["notApplied"] = list(env.info.get("notApplied", profile.run.deploy.notes))
-        if "replicaNetwork" in env.info:
-            extra["replicaNetwork"] = env.info["replicaNetwork"]
+            notes = profile.run.deploy.notes if first.not_applied is None else first.not_applied
+            extra["notApplied"] = list(notes)
+        if first.replica_network is not None:
+            extra["replicaNetwork"] = first.replica_network
+    if len(outcome.dispatched) > 1:
+        extra["environments"] = len(outcome.dispatched)
+    if outcome.injected is not None:
+        extra["injectedFaults"] = _injected(outcome.injected, outcome.started)
+        if outcome.faults_not_injected:
+            extra["faultsNotInjected"] = list(outcome.faults_not_injected)
+    replicas = replica_entries(outcome.dispatched)
+    if replicas:
+        extra["replicas"] = replicas
     return {
         "provider": env.provider,
         "kubernetesVersion": env.kubernetes_version,
@@ -132,7 +151,7 @@ def environment_section(
         "clusterScope": profile.environment.cluster_scope,
         "shape": shape,
         "kueueApiVersion": profile.environment.api_version or "any served",
-        "wallSeconds": round(wall, 1),
+        "wallSeconds": round(outcome.wall_seconds, 1),
         **extra,
     }
 
@@ -147,13 +166,11 @@ def privileges(profile: Profile) -> list[str]:
     return [] if profile.run is None else profile.run.rbac.described()
 
 
-def replica_entries(
-    runners: Sequence[DispatcherRunner | None], watches: Sequence[ExitWatch | None]
-) -> list[dict[str, Any]]:
+def replica_entries(dispatched: Sequence[Dispatched]) -> list[dict[str, Any]]:
     """The report's account of each replica run on this host: who it was, its restarts,
     its peaks beside its requests and limits."""
     found = []
-    for number, (runner, watch) in enumerate(zip(runners, watches, strict=True), start=1):
+    for number, (runner, watch) in enumerate(((d.runner, d.watch) for d in dispatched), start=1):
         if runner is None or not any(u.samples for u in runner.kubelet.usage.values()):
             continue  # replicas not on this host (Pods of a cluster): never sampled
         for entry in runner.kubelet.report():
@@ -184,3 +201,17 @@ def exit_entry(event: dict[str, Any]) -> dict[str, Any]:
         "restartedAfterSeconds": event.get("restartIn"),
         "crashLoop": bool(event.get("crashLoop")),
     }
+
+
+def _injected(found: Sequence[faults.Window], started: float) -> list[dict[str, Any]]:
+    """The report's list of injected faults, timed from the run's start."""
+    return [
+        {
+            "fault": w.fault,
+            "target": w.target,
+            "what": w.says,
+            "startSeconds": round(w.start - started, 1),
+            "endSeconds": None if w.end is None else round(w.end - started, 1),
+        }
+        for w in found
+    ]

@@ -24,7 +24,6 @@ NS = kueue_install.NAMESPACE
 KUEUE_DEPLOYMENT = "kueue-controller-manager"
 
 
-KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 HASH_ANNOTATION = "mkdc.x-k8s.io/config-hash"
 INTERNAL, EXTERNAL = "internal", "external"

@@ -244,7 +244,7 @@ class LocalProvider:
 
     def twin(self, progress: Progress | None = None) -> LocalProvider:
         """Another provider for an environment of the same shape and settings (a run's
-        second environment, for the scenarios that run alone: `harness.orchestrate.run`).
+        second environment, for the scenarios that run alone: `harness.orchestrate.environments`).
         This one's inputs are checked first, and handed over: bad input is said before a
         second environment is announced, and once."""
         checked = self.check()

@@ -6,25 +6,12 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.report.redaction import report_text
-from harness.scenarios.session import Result
-
-
-class CheckResult(Protocol):
-    """What the page reads of a check's result (harness.report.model.CheckResult)."""
-
-    @property
-    def timeline(self) -> Timeline | None: ...
-
-
-class Report(Protocol):
-    """What the page reads of a report (harness.report.model.Report)."""
-
-    def to_dict(self) -> dict[str, Any]: ...
-    def results(self) -> Sequence[CheckResult]: ...
+from harness.report.model import CheckResult, Report
+from harness.report.redaction import plain, report_text
+from harness.results import Result
 
 
 def _h(value: Any) -> str:
@@ -402,22 +389,19 @@ def render_html(report: Report) -> str:
     """The page top-down: the verdict, the checks (failed first), the scorecard as one
     table, then the environment: a reader sees what broke on the first screen."""
     doc = report.to_dict()
-    checks = sorted(
-        zip(doc["checks"], report.results(), strict=True),
-        key=lambda pair: _rank(pair[0]["result"]),
-    )
+    checks = sorted(report.results(), key=lambda check: _rank(check.result))
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
         f"<title>mkdc conformance report: {_h(doc['profile'])} "
         f"({_h(doc['summary']['result'])})</title>",
         f"<style>{_CSS}</style></head><body>",
-        _verdict_html(doc, [entry for entry, _ in checks]),
+        _verdict_html(doc, checks),
         '<h2 id="checks">Checks</h2>',
     ]
     findings = doc["findings"]
-    for uid, (entry, check) in enumerate(checks):
-        related = [f for f in findings if entry["id"] in f["checks"]]
-        parts.append(_check_section(entry, check, f"c{uid}", related))
+    for uid, check in enumerate(checks):
+        related = [f for f in findings if check.id in f["checks"]]
+        parts.append(_check_section(check, f"c{uid}", related))
     parts += [
         '<h2 id="scorecard">Scorecard</h2>',
         _scorecard_html(doc["scorecard"]),
@@ -452,7 +436,7 @@ def _rank(result: str) -> int:
     return _RESULT_ORDER.index(result) if result in _RESULT_ORDER else len(_RESULT_ORDER)
 
 
-def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> str:
+def _verdict_html(doc: Mapping[str, Any], checks: Sequence[CheckResult]) -> str:
     """Who was judged, the overall result and counts, an index of the checks by result,
     and one line per finding (findings that name no check in full: no section shows them)."""
     summary = doc["summary"]
@@ -489,12 +473,12 @@ def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> st
             )
         parts.append("</ul>")
     for result_word in _RESULT_ORDER:
-        group = [c for c in checks if c["result"] == result_word]
+        group = [c for c in checks if c.result == result_word]
         if not group:
             continue
         named = result_word in ("failed", "undecided")  # the ones to read: with names
         links = ", ".join(
-            f'<a href="#{_h(c["id"])}">{_h(c["id"])}{" " + _h(c["name"]) if named else ""}</a>'
+            f'<a href="#{_h(c.id)}">{_h(c.id)}{" " + _h(c.name) if named else ""}</a>'
             for c in group
         )
         word = _RESULT_WORDS.get(result_word, result_word)
@@ -519,26 +503,21 @@ def _verdict_html(doc: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> st
     return "\n".join(parts)
 
 
-def _check_section(
-    entry: Mapping[str, Any],
-    check: CheckResult,
-    uid: str,
-    findings: list[Mapping[str, Any]],
-) -> str:
+def _check_section(check: CheckResult, uid: str, findings: list[Mapping[str, Any]]) -> str:
     """One check: its verdict and why, the findings that may explain it, what it
     measured and the timeline of its workloads. Passed checks keep their evidence
     folded away, so the failures stay close together."""
-    result = str(entry["result"])
+    result = str(check.result)
     parts = [
-        f'<section class="check {_h(result)}" id="{_h(entry["id"])}">',
-        f"<h3>{_h(entry['id'])} {_h(entry['name'])} "
+        f'<section class="check {_h(result)}" id="{_h(check.id)}">',
+        f"<h3>{_h(check.id)} {_h(check.name)} "
         f'<span class="badge {_h(result)}">{_h(result)}</span> <span class="meta">'
-        f"{_h(entry['feature'] or 'core')} · {entry['durationSeconds']:.1f} s</span></h3>",
+        f"{_h(check.feature or 'core')} · {float(check.duration_seconds):.1f} s</span></h3>",
     ]
-    if entry.get("message"):
-        parts.append(f'<div class="message">{_h(entry["message"])}</div>')
+    if check.message:
+        parts.append(f'<div class="message">{_h(check.message)}</div>')
     for f in findings:
-        anchor = f' id="finding-{_h(f["id"])}"' if f["checks"][0] == entry["id"] else ""
+        anchor = f' id="finding-{_h(f["id"])}"' if f["checks"][0] == check.id else ""
         parts.append(
             f'<div class="finding"{anchor}><h4>Finding: {_h(f["title"])}</h4>'
             f'<div class="message">{_h(f["detail"])}</div>'
@@ -547,15 +526,14 @@ def _check_section(
             + f" · seen in: {_h(', '.join(f['scenarios']) or 'the run')}</p></div>"
         )
     evidence = []
-    actions = entry.get("dispatcherActions")
-    if actions:
+    if check.dispatcher_actions is not None:
         evidence.append(
             '<div class="actions"><h4>What the dispatcher did</h4><ul>'
-            + "".join(f"<li>{_h(line)}</li>" for line in actions["lines"])
+            + "".join(f"<li>{_h(line)}</li>" for line in check.dispatcher_actions.lines)
             + "</ul></div>"
         )
-    if entry.get("measured"):
-        evidence.append("<h4>Measured</h4>" + _kv_table(entry["measured"]))
+    if check.measured:
+        evidence.append("<h4>Measured</h4>" + _kv_table(plain(check.measured)))
     timeline = check.timeline
     if timeline is not None and len(timeline):
         workloads = timeline.workloads()
@@ -575,7 +553,7 @@ def _check_section(
     if result in ("failed", "undecided") or not (timeline is not None and len(timeline)):
         parts += evidence
     else:
-        what = "timeline" + (" and measurements" if entry.get("measured") else "")
+        what = "timeline" + (" and measurements" if check.measured else "")
         parts.append(f"<details><summary>{what}</summary>")
         parts += evidence
         parts.append("</details>")

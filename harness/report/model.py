@@ -7,15 +7,14 @@ import datetime as dt
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import __version__, userfiles
 from harness.recording.timeline import Timeline
 from harness.report.redaction import first_line, iso, plain, report_text
-from harness.results import DispatcherActions
-from harness.scenarios.session import Result
+from harness.results import DispatcherActions, Result
 
 if TYPE_CHECKING:
     from harness.profile import Profile
@@ -75,7 +74,9 @@ def core_ids(cat: Catalogue) -> list[str]:
 
 @dataclass
 class CheckResult:
-    """The outcome of one check. `timeline` feeds the HTML picture; it is not in the YAML."""
+    """One check's result in the run: its worst over the scenarios that decided it, as
+    every writer reads it (report.yaml's entry, junit.xml's testcase, report.html's
+    section). `timeline` feeds the HTML picture; it is not in the YAML."""
 
     id: str
     name: str
@@ -86,10 +87,28 @@ class CheckResult:
     measured: dict[str, Any] = field(default_factory=dict)
     # what the dispatcher did in the scenario that decided it (a failed check)
     dispatcher_actions: DispatcherActions | None = None
+    # the feature it belongs to (None: core); `Report.results()` says it from the catalogue
+    feature: str | None = None
 
     def __post_init__(self) -> None:
         if self.result not in RESULTS:
             raise ValueError(f"check {self.id}: result {self.result!r} not in {RESULTS}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its report.yaml entry (not yet redacted)."""
+        entry: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "result": self.result,
+            "message": self.message,
+            "durationSeconds": round(float(self.duration_seconds), 3),
+            "feature": self.feature,
+        }
+        if self.measured:
+            entry["measured"] = self.measured
+        if self.dispatcher_actions is not None:
+            entry["dispatcherActions"] = self.dispatcher_actions.to_json()
+        return entry
 
 
 def summarize(checks: Iterable[CheckResult], cat: Catalogue) -> dict[str, Any]:
@@ -172,6 +191,7 @@ class Report:
         privileges: Iterable[str] = (),
         error: str = "",
         catalogue: Catalogue,
+        dispatcher_exits: Iterable[dict[str, Any]] = (),
     ) -> Report:
         """A report whose identity, implementation and claims come from the profile."""
         return cls(
@@ -187,11 +207,13 @@ class Report:
             date=date or dt.datetime.now(dt.UTC),
             privileges=list(privileges),
             error=error,
+            dispatcher_exits=list(dispatcher_exits),
             catalogue=catalogue,
         )
 
     def results(self) -> list[CheckResult]:
-        """Checks in catalogue order, missing core checks added as skipped."""
+        """Checks in catalogue order, as the report says them: missing core checks added
+        as skipped, each with its feature, and a message where it had none to say why."""
         cat = self.catalogue
         have = {c.id for c in self.checks}
         out = list(self.checks)
@@ -199,7 +221,14 @@ class Report:
             if cid not in have:
                 out.append(CheckResult(cid, cat[cid][0], SKIPPED, "not run in this session"))
         order = {cid: i for i, cid in enumerate(cat)}
-        return sorted(out, key=lambda c: (order.get(c.id, len(order)), c.id))
+        return [
+            replace(
+                c,
+                feature=_feature(c.id, cat),
+                message=c.message or _default_message(c.id, c.result, cat),
+            )
+            for c in sorted(out, key=lambda c: (order.get(c.id, len(order)), c.id))
+        ]
 
     def summary(self) -> dict[str, Any]:
         summary = summarize(self.results(), self.catalogue)
@@ -207,23 +236,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """The report.yaml document (redacted, plain data)."""
-        cat = self.catalogue
-        checks = []
-        for check in self.results():
-            entry: dict[str, Any] = {
-                "id": check.id,
-                "name": check.name,
-                "result": check.result,
-                "message": check.message or _default_message(check, cat),
-                "durationSeconds": round(float(check.duration_seconds), 3),
-            }
-            feature = _feature(check.id, cat)
-            entry["feature"] = feature
-            if check.measured:
-                entry["measured"] = check.measured
-            if check.dispatcher_actions is not None:
-                entry["dispatcherActions"] = check.dispatcher_actions.to_json()
-            checks.append(entry)
+        checks = [check.to_dict() for check in self.results()]
         environment = {key: self.environment.get(key) for key in ENVIRONMENT_FIELDS}
         environment.update(self.environment)
         implementation = {key: _text(self.implementation.get(key)) for key in IMPLEMENTATION_FIELDS}
@@ -335,9 +348,9 @@ def _feature(check_id: str, cat: Mapping[str, tuple[str, str | None]]) -> str | 
     return None if check_id.startswith("CORE-") else "extended"
 
 
-def _default_message(check: CheckResult, cat: Mapping[str, tuple[str, str | None]]) -> str:
-    if check.result == NOT_SUPPORTED:
-        feature = _feature(check.id, cat)
+def _default_message(check_id: str, result: str, cat: Mapping[str, tuple[str, str | None]]) -> str:
+    if result == NOT_SUPPORTED:
+        feature = _feature(check_id, cat)
         return f"the profile does not claim feature {feature}" if feature else "not supported"
     return ""
 

@@ -12,6 +12,7 @@ from harness.cluster import multikueue
 from harness.cluster.environment import Environment
 from harness.profile import Profile
 from harness.recording.recorder import Recorder
+from harness.scenarios.control import Client
 
 Quota = Mapping[str, str]
 NO_CAPACITY: Quota = {}
@@ -73,8 +74,14 @@ class Context:
     slacks: Mapping[str, float | str] = field(default_factory=dict)  # durations allowed
     dispatcher_users: frozenset[str] = frozenset()
     capabilities: frozenset[str] = frozenset()
-    control: Any = None  # harness.orchestrate.control.Client when the runner offers one
+    control: Client | None = None  # the channel to the run that owns the dispatcher
     worker_secrets: dict[str, str] = field(default_factory=dict)  # worker -> base Secret
+
+    def channel(self) -> Client:
+        """The control channel to the process that owns the dispatcher and the clusters."""
+        if self.control is None:
+            raise RuntimeError("this session has no control channel to the run")
+        return self.control
 
     def known_users(self) -> frozenset[str]:
         """The dispatcher's users, with each Pod's where replicas share a ServiceAccount

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from harness.results import Result
 from harness.scenarios import slots
-from harness.scenarios.session import Result
 
 RUN_START = "run-start"
 PLAN = "plan"

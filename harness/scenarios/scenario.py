@@ -197,15 +197,15 @@ class Scenario(ClusterSet):
         self, replica: int = 0, what: str = "dispatcher-killed", **data: Any
     ) -> None:
         """SIGKILL a dispatcher replica (the session owns the process)."""
-        self.ctx.control.call("kill-dispatcher", replica=replica)
+        self.ctx.channel().call("kill-dispatcher", replica=replica)
         self.mark(what, replica=replica, **data)
 
     def replica_of(self, user: str) -> int:
         """The replica an audit user is (its own ServiceAccount, or its Pod's)."""
-        return int(self.ctx.control.call("dispatcher-replica", user=user))
+        return int(self.ctx.channel().call("dispatcher-replica", user=user))
 
     def restart_dispatcher(self, replica: int = 0) -> None:
-        self.ctx.control.call("start-dispatcher", replica=replica)
+        self.ctx.channel().call("start-dispatcher", replica=replica)
         self.mark("dispatcher-restarted", replica=replica)
 
     # ------------------------------------------------------------- the manager
@@ -215,12 +215,12 @@ class Scenario(ClusterSet):
         `stop` (SIGTERM) or `kill` (SIGKILL, a crash). The scenario's own doing, judged by
         its checks; an ACTION `<process>-down` marks it."""
         self.mark(f"{process}-down", how=how)
-        self.ctx.control.call("interrupt", process=process, how=how)
+        self.ctx.channel().call("interrupt", process=process, how=how)
 
     def bring_back(self, process: str) -> None:
         """Start it again; returns once it serves (ACTION `<process>-back`) and, for Kueue,
         once its Job webhook hands this scenario's Jobs to MultiKueue again."""
-        self.ctx.control.call("resume", process=process)
+        self.ctx.channel().call("resume", process=process)
         if process.endswith("-kueue"):
             workloads.wait_handed_to_multikueue(
                 self.manager, self.ns, self.name, requests=self.shape.request()

@@ -1,5 +1,4 @@
-"""What `mkdc run` hands the pytest processes it starts (the session), and what their
-results are called.
+"""What `mkdc run` hands the pytest processes it starts (the session).
 
 One typed object instead of a JSON dict read again at every use: `mkdc run` writes it
 once to the private run directory, each test process loads it once (`current()`), and
@@ -8,7 +7,6 @@ the `--checks` / `--skip-checks` filter is answered in one place (`selects`).
 
 from __future__ import annotations
 
-import enum
 import functools
 import json
 import os
@@ -19,21 +17,6 @@ from typing import Any
 
 SESSION_ENV = "MKDC_SESSION"  # the session file's path, for the test processes
 EVENTS_FILE = "events.jsonl"  # progress events of the test processes, in the run directory
-
-
-class Result(enum.StrEnum):
-    """A check's result; the worst over its scenarios is its result in the report."""
-
-    FAILED = "failed"
-    UNDECIDED = "undecided"  # its scenario broke before the check's decision point
-    PASSED = "passed"
-    SKIPPED = "skipped"  # filtered out, or the environment lacks something
-    NOT_SUPPORTED = "not-supported"  # the profile does not claim the check's feature
-
-    @property
-    def rank(self) -> int:
-        """Worst first: failed < undecided < passed < skipped < not-supported."""
-        return list(Result).index(self)
 
 
 def selects(check_id: str, checks: Sequence[str], skip_checks: Sequence[str]) -> bool:

@@ -35,7 +35,7 @@ from typing import Any
 from harness.cluster import inventory, kube, multikueue, versions, workloads
 from harness.cluster.environment import Cluster
 from harness.errors import command_exit
-from harness.orchestrate.run import start_dispatcher
+from harness.orchestrate.start import start_dispatcher
 from harness.profile import load_profile
 from harness.providers.local import LocalProvider
 from harness.recording.recorder import Recorder

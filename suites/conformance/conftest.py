@@ -18,11 +18,10 @@ import pytest
 
 from harness.cluster.environment import Environment
 from harness.errors import EnvironmentLimit
-from harness.orchestrate import control
 from harness.profile import SHARED, load_profile
 from harness.providers import CANNOT
 from harness.recording.recorder import Recorder
-from harness.scenarios import progress, turns
+from harness.scenarios import control, progress, turns
 from harness.scenarios.context import Context
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Session, current
