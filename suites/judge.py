@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
-import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -28,34 +26,8 @@ from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Session, current
 from suites.actions import describe, exits_said
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
+from suites.judgement import judgement
 from suites.scorecard import scorecard
-
-
-@dataclass
-class Judgement:
-    """The judge's own record of one scenario: the checks it decides (its test's), those
-    whose result is written, the failed ones with their message, and a note said with
-    every result of it that is not passed."""
-
-    checks: tuple[str, ...] = ()
-    note: str = ""
-    recorded: set[str] = field(default_factory=set)
-    failed: dict[str, str] = field(default_factory=dict)  # check id -> message
-
-
-_JUDGEMENTS: weakref.WeakKeyDictionary[Scenario, Judgement] = weakref.WeakKeyDictionary()
-
-
-def judging(sc: Scenario, checks: Iterable[str] = (), *, note: str = "") -> Judgement:
-    """Begin the judge's record of `sc`, which decides `checks`."""
-    made = _JUDGEMENTS[sc] = Judgement(tuple(checks), note)
-    return made
-
-
-def judgement(sc: Scenario) -> Judgement:
-    """The judge's record of `sc` (an empty one where none was begun: it decides nothing
-    of its own, and is judged on the checks that hold on every timeline)."""
-    return _JUDGEMENTS.setdefault(sc, Judgement())
 
 
 def bounds(sc: Scenario, **facts: Any) -> Bounds:

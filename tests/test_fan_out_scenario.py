@@ -11,7 +11,7 @@ import pytest
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.scenarios.scenario import Scenario
-from suites import judge
+from suites import judge, judgement
 from suites.conformance import test_fan_out as fan_out
 from tests.sessions import FrozenRecorder, offline_context, use_session
 from tests.timelines import Story
@@ -34,7 +34,7 @@ class Offline(Scenario):
         recorder = FrozenRecorder()
         super().__init__(offline_context(recorder), "sc")
         self.started = recorder.started
-        judge.judging(self, ["EXT-02"])
+        judgement.judging(self, ["EXT-02"])
         self.autoscaler = Autoscaler()
         recorder.events = [Event(recorder.started + 1, MANAGER, Kind.WORKLOAD_CREATED, KEY)]
         recorder.events += [

@@ -50,6 +50,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("suites.faultmatrix",),
 )
 
+# Beside the floors, one direction: the harness finds the suite by its entry point and
+# runs a dispatcher as a process, so it imports neither, whatever floor it stands on.
+APART = {"harness": ("suites", "dispatchers"), "dispatchers": ("suites",)}
+
 
 def imported_modules(source: str) -> set[str]:
     """Every module named by an import anywhere in `source`, with its parents."""
@@ -122,6 +126,20 @@ def upward_imports() -> dict[tuple[str, str], str]:
     return found
 
 
+def across(rules: dict[str, tuple[str, ...]]) -> list[str]:
+    """Each import, in a folder of `rules`, of a package that folder may not use."""
+    return [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for folder, banned in rules.items()
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for module in sorted(imported_modules(path.read_text()) & set(banned))
+    ]
+
+
+def test_the_harness_uses_neither_suites_nor_dispatchers() -> None:
+    assert across(APART) == []
+
+
 def test_every_module_stands_on_a_floor() -> None:
     assert [str(p.relative_to(ROOT)) for p in sources() if part_of(module_name(p)) is None] == []
 
@@ -162,6 +180,18 @@ def test_imports_point_down() -> None:
 )
 def test_an_import_beside_or_above_is_seen(module: str, source: str, wrong: list[str]) -> None:
     assert against_the_floors(module, imported_modules(source)) == wrong
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from suites.checks import CATALOGUE\n",
+        "import suites.findings\n",
+        "def late():\n    from suites import scorecard\n",
+    ],
+)
+def test_an_import_of_the_suite_is_seen(source: str) -> None:
+    assert "suites" in imported_modules(source)
 
 
 def test_the_harness_finds_the_suite_by_its_entry_point() -> None:

@@ -24,7 +24,7 @@ from harness.suite import load as load_suite
 
 NO_RECORD = (
     "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
-    "marked with @pytest.mark.checks for it, or that scenario was not collected)"
+    "declared to decide it, or that scenario was not collected)"
 )
 INTERRUPTED = "undecided: the run was interrupted ({how}) before a scenario decided it"
 

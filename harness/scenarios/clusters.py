@@ -281,7 +281,7 @@ class ClusterSet(World):
         if self.shared:
             raise RuntimeError(
                 f"a scenario that shares the environment's clusters cannot {what}: "
-                "mark it @pytest.mark.own_clusters"
+                "declare it @conformance(..., own_clusters=True)"
             )
 
     def make_active(self, worker: str) -> None:

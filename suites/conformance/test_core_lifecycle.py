@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
+from suites.checks.scenarios import conformance
 from suites.judge import conforms, needed_placement_timeout, placement_timeout
 
 
-@pytest.mark.checks("CORE-03")
+@conformance("CORE-03")
 def test_no_nomination_after_placement(scenario):
     """A workload admitted on one worker is watched for a while after placement."""
     workers = scenario.workers(2)
@@ -18,7 +17,7 @@ def test_no_nomination_after_placement(scenario):
     conforms(scenario)
 
 
-@pytest.mark.checks("CORE-06")
+@conformance("CORE-06")
 def test_redispatch_after_eviction(scenario):
     """Placed on a worker, then preempted there by a local high-priority job: placed again."""
     workers = scenario.workers(2, why="one to be evicted from, one to go to")
@@ -36,7 +35,7 @@ def test_redispatch_after_eviction(scenario):
     conforms(scenario)
 
 
-@pytest.mark.checks("CORE-08")
+@conformance("CORE-08")
 def test_foreign_workloads_untouched(scenario):
     """A plain ClusterQueue workload on the manager, beside MultiKueue work, is never written."""
     workers = scenario.workers(1)
