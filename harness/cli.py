@@ -385,6 +385,10 @@ def cmd_checks(_args: argparse.Namespace) -> int:
     for check in suite.catalogue.values():
         print(f"{check.id:7} {check.name:28} {check.feature or 'core':22} {check.summary}")
         print(f"{'':8}decided by: {suite.decided_by(check.id)}")
+        for bound in check.bounds:
+            print(f"{'':8}bound, {bound.said()}")
+        for gate in check.gates:
+            print(f"{'':8}needs Kueue's {gate.gate} {'on' if gate.state else 'off'}: {gate.why}")
     return 0
 
 

@@ -15,7 +15,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.check_terms import Bound, GateNeed
 from harness.errors import UserError
+from harness.report.model import CatalogueEntry
 
 if TYPE_CHECKING:
     from harness.report import Finding
@@ -36,6 +38,10 @@ class CheckInfo(Protocol):
     def feature(self) -> str | None: ...  # None: a core check
     @property
     def summary(self) -> str: ...
+    @property
+    def bounds(self) -> Sequence[Bound]: ...  # whose each bound is, and why
+    @property
+    def gates(self) -> Sequence[GateNeed]: ...  # Kueue gates it needs in one state
 
 
 class Suite(Protocol):
@@ -54,12 +60,16 @@ class Suite(Protocol):
     def decided_by(self, check_id: str) -> str: ...  # where a reader finds the scenario
     def runs_alone(self, check_id: str) -> bool | None: ...  # None: no scenario of its own
     def shared_scenarios(self, check_ids: Iterable[str]) -> int: ...  # deciding them, not alone
+    def kueue_gates(self) -> Mapping[str, bool]: ...  # the gates its checks need, so set
 
 
-def catalogue(name: str = DEFAULT_SUITE) -> dict[str, tuple[str, str | None]]:
-    """Check id -> (name, feature or None for core), in catalogue order: what a report is
-    handed of the suite (harness.report.Catalogue)."""
-    return {cid: (c.name, c.feature) for cid, c in load(name).catalogue.items()}
+def catalogue(name: str = DEFAULT_SUITE) -> dict[str, CatalogueEntry]:
+    """Check id -> its name, feature (None for core) and bounds, in catalogue order: what
+    a report is handed of the suite (harness.report.Catalogue)."""
+    return {
+        cid: CatalogueEntry(c.name, c.feature, tuple(c.bounds))
+        for cid, c in load(name).catalogue.items()
+    }
 
 
 @functools.cache

@@ -7,17 +7,14 @@ result file per check for the report, and fails the test with every violation.
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
 
-from harness import results, userfiles
+from harness import results
 from harness.cluster import faults
-from harness.cluster.multikueue import API
 from harness.profile import Claims
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.results import Result, ScenarioResult
@@ -26,6 +23,7 @@ from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Session, current
 from suites.actions import describe, exits_said
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
+from suites.checks.verdict import at
 from suites.judgement import judgement
 from suites.scorecard import scorecard
 
@@ -326,10 +324,27 @@ def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None
         if not verdict.passed and not verdict.inconclusive:
             _record(sc, check_id, verdict, tl, b, origin)
     for check_id, verdict in verdicts.items():
+        judged = verdict.passed and CATALOGUE[check_id].judges_what_came
+        if check_id not in record.recorded and judged and record.failed:
+            why = unseen(record.failed, b.observed_until)
+            _record(sc, check_id, verdict, tl, b, origin, result=Result.PASSED, why=why)
+    for check_id, verdict in verdicts.items():
         if check_id not in record.recorded:
             result, message = settle(check_id, error, timed_out, record.failed, tl)
             quotes = result == Result.UNDECIDED and error in message
             _record(sc, check_id, verdict, tl, b, origin, result=result, why=message, quotes=quotes)
+
+
+def unseen(failed: Mapping[str, str], observed_until: float | None) -> str:
+    """What a check that passed on the evidence of a scenario another check broke could
+    not see: whatever would have come after (EXT-06 judges the escalations that came,
+    not those EXT-05 waited for in vain)."""
+    first = min(failed, key=_catalogue_order)
+    until = f" (to {at(observed_until)})" if observed_until is not None else ""
+    return (
+        f"passed on what was recorded{until}: {first} failed in this scenario, so what "
+        f"would have come after was not seen: {failed[first]}"
+    )
 
 
 def settle(
@@ -339,7 +354,8 @@ def settle(
     violation of it.
 
     - Another check failed in this scenario (e.g. CORE-01, judged on every timeline): that
-      explains the break, so this check is `undecided`, naming it.
+      explains the break, so this check is `undecided`, naming it (one that passed on
+      what was recorded is `passed`, saying what it could not see: `unseen`).
     - Else a wait timed out, and the wait is this check's decision point (its
       `decided_by_wait` in the catalogue: CORE-04 and CORE-09 wait for the placements they
       bound; CORE-06, CORE-07, EXT-09, EXT-11, EXT-13 and EXT-14 once their eviction,
@@ -389,6 +405,9 @@ def _record(
             if verdict.passed
             else (Result.SKIPPED if verdict.inconclusive else Result.FAILED)
         )
+    hidden = gate_hides(CATALOGUE[check_id], _env_info(sc).get("kueueFeatureGates"))
+    if hidden and result != Result.NOT_SUPPORTED:
+        result, why = Result.UNDECIDED, f"{hidden}: not judged ({result}: {why or verdict.message})"
     excuse = excused(CATALOGUE[check_id], result, sc, origin)
     if excuse:
         result, why = Result.UNDECIDED, f"{excuse}: not judged ({result}: {why or verdict.message})"
@@ -430,8 +449,17 @@ def _record(
 def _audited(sc: Scenario) -> bool:
     """Whether the manager keeps an audit log (the local provider's), so the timeline holds
     every request of the dispatcher's; elsewhere only its nominations are seen."""
-    info = getattr(sc.ctx.env, "info", None) or {}
-    return bool(info.get("auditLog"))
+    return bool(_env_info(sc).get("auditLog"))
+
+
+def _env_info(sc: Scenario) -> dict[str, Any]:
+    """What the provider said of the environment (none for a scenario without one)."""
+    return getattr(sc.ctx.env, "info", None) or {}
+
+
+def gate_hides(check: Check, gates: dict[str, bool] | None) -> str:
+    """Why the Kueue's feature gates, as run, hide what `check` judges, or ""."""
+    return "; ".join(filter(None, (g.unmet(gates) for g in check.gates)))
 
 
 def excused(check: Check, result: Result, sc: Scenario, origin: float) -> str:
@@ -552,25 +580,3 @@ def record_left_behind(
     why = LEFT_BEHIND.format(scenario=scenario, seconds=seconds, left=left)
     for check_id in ids:
         _write(session, ScenarioResult(check_id, scenario, Result.UNDECIDED, why, seconds))
-
-
-def collect_artifacts(sc: Scenario) -> None:
-    """What a reader needs to see why a check failed, gathered before cleanup."""
-    out = current().report_dir / "artifacts" / sc.name
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "timeline.json").write_text(json.dumps(sc.timeline().to_list(), indent=1))
-    for cluster in sc.ctx.env.clusters:
-        docs = {}
-        for kind, ns in (("Workload", sc.ns), ("Event", sc.ns)):
-            api = API if kind == "Workload" else "v1"
-            try:
-                docs[kind] = cluster.resource(api, kind).get(namespace=ns).to_dict()["items"]
-            except Exception as exc:  # a cluster may be unreachable: say so in the artifact
-                docs[kind] = f"unavailable: {exc}"
-        (out / f"{cluster.name}.yaml").write_text(userfiles.dump_yaml(docs, sort_keys=False))
-    mk = {}
-    for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"):
-        items = sc.ctx.env.manager.resource(API, kind).get().to_dict()["items"]
-        mk[kind] = [i for i in items if i["metadata"]["name"].startswith(sc.name)]
-    (out / "multikueue.yaml").write_text(userfiles.dump_yaml(mk, sort_keys=False))
-    (out / "collected-at.txt").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -10,7 +10,7 @@ from typing import Any
 from harness.report import Finding
 from harness.results import ScenarioResult
 from suites import findings, scorecard
-from suites.checks import CATALOGUE, Bounds, Check
+from suites.checks import CATALOGUE, Bounds, Check, wanted_gates
 from suites.checks.scenarios import Conformance, deciders
 
 
@@ -58,6 +58,10 @@ class ConformanceSuite:
     def shared_scenarios(self, check_ids: Iterable[str]) -> int:
         """How many scenarios that share the environment decide any of `check_ids`."""
         return len({d for c in check_ids for d in self._deciders.get(c, []) if not d.exclusive})
+
+    def kueue_gates(self) -> Mapping[str, bool]:
+        """The Kueue feature gates the checks need, in the state they need them."""
+        return wanted_gates()
 
 
 suite = ConformanceSuite()

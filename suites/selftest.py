@@ -102,6 +102,7 @@ EXPECTED: dict[str, Expectation] = dict(
         _e("ignores-eviction", ["CORE-06"], "CORE-03"),
         _e("ignores-config-change", ["CORE-07"], "CORE-03"),
         _e("foreign-writer", ["CORE-08"], "CORE-03"),
+        _e("nominates-while-evicted", ["CORE-10"], "CORE-03"),
         _e("stalls-under-burst", ["CORE-09"]),
         _e("big-step", ["EXT-01", "EXT-02", "EXT-03", "EXT-04"]),
         _e("never-escalates", ["CORE-04", "EXT-05"], "CORE-03"),

@@ -171,7 +171,7 @@ def checks(
     failed = FAILED if failed is None else failed
     undecided = UNDECIDED if undecided is None else undecided
     out = []
-    for cid, (name, _feature) in catalogue().items():
+    for cid, (name, _feature, _bounds) in catalogue().items():
         if cid in not_run:
             continue
         if cid == "EXT-12":

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.check_terms import OWNERS
 from harness.recording.timeline import Timeline
 from harness.suite import load as load_suite
-from suites.checks import CATALOGUE, Bounds, Verdict
+from suites.checks import CATALOGUE, Bounds, Verdict, bounds_doc
 from suites.checks.catalogue import Check, catalogue_order, every_timeline, register
 from suites.checks.scenarios import (
     CONFORMANCE,
@@ -174,7 +175,7 @@ def test_each_check_lives_in_its_scenarios_area() -> None:
 
 
 def test_catalogue_order_whatever_the_registration_order() -> None:
-    assert list(CATALOGUE) == [f"CORE-{n:02}" for n in range(1, 10)] + [
+    assert list(CATALOGUE) == [f"CORE-{n:02}" for n in range(1, 11)] + [
         f"EXT-{n:02}" for n in range(1, 15)
     ]
     registry: dict[str, Check] = {}
@@ -213,3 +214,21 @@ def test_the_suite_counts_the_scenarios_that_share_the_environment() -> None:
     assert suite.shared_scenarios(["CORE-02", "CORE-05"]) == 0  # every timeline's, none their own
     everything = suite.shared_scenarios(suite.catalogue)
     assert everything > suite.shared_scenarios(["CORE-03", "CORE-04"]) >= 2
+
+
+def test_every_check_says_whose_each_of_its_bounds_is() -> None:
+    """Declared once on the check: `mkdc checks`, docs/checks.md and report.html read it."""
+    for check in CATALOGUE.values():
+        assert check.bounds, f"{check.id} declares no bound"
+        for bound in check.bounds:
+            assert bound.owner in OWNERS and bound.what and bound.why, (check.id, bound)
+
+
+def test_gates_the_checks_need_are_handed_to_the_harness() -> None:
+    """EXT-04's fan-out is hidden while the manager orchestrates preemption."""
+    assert load_suite().kueue_gates() == {"MultiKueueOrchestratedPreemption": False}
+
+
+def test_docs_table_of_bounds_is_the_catalogues() -> None:
+    text = bounds_doc.DOC.read_text()
+    assert text == bounds_doc.rewritten(text), "run python -m suites.checks.bounds_doc"

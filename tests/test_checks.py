@@ -187,6 +187,61 @@ CASES = [
         "t=9.0s",
         "409",
     ),
+    # CORE-10: pending MultiKueue work only (quota, check Pending, not evicted)
+    Case(
+        "CORE-10",
+        "left-alone-while-evicted",
+        Story()
+        .created(0)
+        .quota_reserved(0.5)
+        .check_state(0.5, "Pending")
+        .nominate(1, "w1")
+        .evicted(5, "InactiveWorkload")
+        .nominate(5, writer="kueue-admission")  # the policy's clearing: empty
+        .nominate(5.3, "w2")  # inside observation_skew: a race, not blamed
+        .released(5.5)
+        .check_state(5.5, "Retry")
+        .nominate(8, "w2", writer="someone-else")  # not the dispatcher
+        .mark(20),
+    ),
+    Case(  # evicted, then quota again: pending once more, nominated again
+        "CORE-10",
+        "again-after-requeue",
+        Story()
+        .quota_reserved(0.5)
+        .nominate(1, "w1")
+        .evicted(5)
+        .released(5.5)
+        .quota_reserved(9)
+        .check_state(9, "Pending")
+        .nominate(9.5, "w2"),
+    ),
+    fail(
+        "CORE-10",
+        "while-evicted",
+        Story().quota_reserved(0.5).nominate(1, "w1").evicted(5).released(5.5).nominate(8, "w2"),
+        "w2",
+        "t=8.0s",
+        "while it was evicted (since t=5.0s)",
+    ),
+    fail(
+        "CORE-10",
+        "before-quota",
+        Story().created(0).nominate(2, "w1").quota_reserved(4),
+        "w1",
+        "held no quota on the manager",
+    ),
+    fail(
+        "CORE-10",
+        "check-not-pending",
+        Story()
+        .quota_reserved(0.5)
+        .check_state(0.5, "Pending")
+        .check_state(3, "Rejected")
+        .nominate(6, "w1"),
+        "its MultiKueue check was Rejected",
+    ),
+    unclear("CORE-10", "never-left-pending", Story().quota_reserved(0.5).nominate(1, "w1")),
     # CORE-04 (expected w4: 3 rounds x 10s + 30s slack = 60s)
     Case(
         "CORE-04",
@@ -921,6 +976,7 @@ EXPECTED_NAMES = {
     "CORE-01": "NominatesConfiguredOnly",
     "CORE-02": "NominationListValid",
     "CORE-03": "NoNominationAfterPlacement",
+    "CORE-10": "NominatesPendingWorkOnly",
     "CORE-04": "EventualPlacement",
     "CORE-05": "SingleExecution",
     "CORE-06": "RedispatchAfterEviction",

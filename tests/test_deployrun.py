@@ -82,7 +82,9 @@ def test_the_profile_leaves_it_out_and_says_so(tmp_path: Path) -> None:
     )
     [note] = found.notes
     assert note.startswith("init container gcp-auth-plugin-init: left out") and PLUGIN in note
-    docs = deployrun.documents(run, found.left_out, {"run": "r1"}, pull_never=True)
+    docs = deployrun.documents(
+        run, found.left_out, {"run": "r1"}, pull_never=True, dispatcher_name="example.com/d"
+    )
     [deployment] = [d for d in docs if d["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]["spec"]
     assert "initContainers" not in pod
@@ -106,7 +108,9 @@ def test_an_image_that_is_here_is_loaded_and_the_container_kept(tmp_path: Path) 
     run = run_of(vendor_profile(tmp_path, withoutContainers=["gcp-auth-plugin-init"]))
     found = deployrun.images(run, lambda image: image == PLUGIN)
     assert (found.from_docker, found.left_out, found.notes) == ((PLUGIN,), (), ())
-    docs = deployrun.documents(run, found.left_out, {}, pull_never=False)
+    docs = deployrun.documents(
+        run, found.left_out, {}, pull_never=False, dispatcher_name="example.com/d"
+    )
     [deployment] = [d for d in docs if d["kind"] == "Deployment"]
     init = deployment["spec"]["template"]["spec"]["initContainers"]
     assert init == [INIT]  # as written: pulled by a cluster that is not kind
@@ -335,3 +339,24 @@ def test_the_plan_on_kind_says_the_folder_is_applied_as_written() -> None:
     local = "\n".join(explain.plan(profile, ["w1"], catalogue))
     assert "(example-dispatcher-0, example-dispatcher-1, ...)" in local  # one per replica
     assert "confined as a container" in local and "confined" not in on_kind
+
+
+def test_a_pods_env_on_the_cluster_gets_the_placeholders_it_can_have(tmp_path: Path) -> None:
+    run = run_of(
+        vendor_profile(
+            tmp_path,
+            withoutContainers=["gcp-auth-plugin-init"],
+            env={"LEASE_NAMESPACE": "{namespace}", "NAME": "{dispatcher_name}"},
+        )
+    )
+    docs = deployrun.documents(run, (), {}, pull_never=False, dispatcher_name="example.com/d")
+    [deployment] = [d for d in docs if d["kind"] == "Deployment"]
+    env = {
+        e["name"]: e.get("value")
+        for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert (env["LEASE_NAMESPACE"], env["NAME"]) == ("kueue-system", "example.com/d")
+    for host in ("{kubeconfig}", "{profile_dir}/settings.yaml"):
+        run = dataclasses.replace(run, env={"FILE": host})
+        with pytest.raises(UserError, match=r"^spec.run.env.FILE: \{.*\} names a file on this"):
+            deployrun.documents(run, (), {}, pull_never=False, dispatcher_name="d")

@@ -162,6 +162,25 @@ def test_ignores_eviction_leaves_an_evicted_workload_alone() -> None:
     assert decide("ignores-eviction", NOW, workload()) == ["w1"]  # otherwise as reference
 
 
+def test_nominates_while_evicted_plans_an_evicted_workload_without_quota() -> None:
+    """Deactivated: Evicted, its quota released, its check back to Pending. The reference
+    leaves it alone; the fault nominates it as if nothing had happened, and still leaves a
+    placed workload alone (CORE-03's business, not this fault's)."""
+    evicted = workload(
+        conditions=[cond("Evicted", reason="InactiveWorkload"), cond("QuotaReserved", "False")]
+    )
+    assert plan(NOW, evicted, snapshot(), S).not_pending == "it is evicted"
+    assert decide("nominates-while-evicted", NOW, evicted) == ["w1"]
+    unreserved = workload(conditions=[cond("QuotaReserved", "False")])
+    assert decide("nominates-while-evicted", NOW, unreserved) == ["w1"]
+    retried = workload(admissionChecks=[{"name": "mk", "state": "Retry"}])
+    assert decide("nominates-while-evicted", NOW, retried) == ["w1"]
+    placed = workload(clusterName="w2")
+    p = FAULTS["nominates-while-evicted"].planner()(NOW, placed, snapshot(), S, None)
+    assert p.decision is None and p.not_pending == "it is placed on w2"
+    assert decide("nominates-while-evicted", NOW, workload()) == ["w1"]  # as the reference
+
+
 def test_ignores_config_change_keeps_the_first_cluster_list() -> None:
     planner = FAULTS["ignores-config-change"].planner()
     grown = snapshot(multikueueclusters={"w4": snapshot()["multikueueclusters"]["w1"]})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -40,7 +41,8 @@ def test_a_component_that_dies_at_start_leaves_its_log_where_the_error_says(
     etcd.write_text("#!/bin/sh\necho 'etcd: cannot listen' >&2\nexit 3\n")
     etcd.chmod(0o755)
     monkeypatch.setattr(LocalProvider, "_binaries", lambda _self: {"etcd": etcd})
-    monkeypatch.setattr(toolchain, "manifests", lambda _v: object())
+    # a Kueue tree without a feature table: no gate known, none set
+    monkeypatch.setattr(toolchain, "manifests", lambda _v: SimpleNamespace(kueue_dir=tmp_path))
     monkeypatch.setattr(local.kueue_install, "write_mode_supported", lambda *_a: None)
     provider = LocalProvider(versions.select(), workers=1, write_mode="merge-patch")
     with pytest.raises(UserError) as caught:

@@ -10,7 +10,7 @@ import pytest
 from harness.cluster import multikueue
 from harness.recording.recorder import list_timeout
 from harness.recording.timeline import Timeline
-from harness.report import html
+from harness.report import picture, timeline_svg
 from harness.scenarios import scenario as scenario_module
 from suites.checks import CATALOGUE, MAX_NOMINATIONS, Bounds, run_check
 from suites.scorecard import scorecard
@@ -124,9 +124,9 @@ def test_the_scorecard_counts_twenty_copies() -> None:
 
 def test_the_report_picture_has_a_row_per_worker_in_natural_order() -> None:
     story = all_at_once()
-    picture = html._picture(Timeline(story.timeline()), story.workload)
-    assert picture.rows[1:] == CLUSTERS  # worker2 before worker10
-    svg = html._svg_timeline(story.timeline(), story.workload)
+    drawn = picture.picture(Timeline(story.timeline()), story.workload)
+    assert drawn.rows[1:] == CLUSTERS  # worker2 before worker10
+    svg = timeline_svg.svg_timeline(story.timeline(), story.workload)
     assert all(f">{c}</text>" in svg for c in CLUSTERS)
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import stat
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -100,14 +102,26 @@ def test_builtin_profiles_load() -> None:
 
 def test_builtin_dispatcher_names_match_kueue_source() -> None:
     """The constants must be Kueue's exact strings, or Kueue would not dispatch at all."""
-    source = Path(
-        "/root/go/pkg/mod/sigs.k8s.io/kueue@v0.19.2/apis/config/v1beta2/configuration_types.go"
+    go = shutil.which("go")
+    cache = (
+        subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True) if go else None
     )
-    if not source.is_file():
+    module = Path(cache.stdout.strip() if cache else "") / "sigs.k8s.io" / "kueue@v0.19.2"
+    source = module / "apis" / "config" / "v1beta2" / "configuration_types.go"
+    if not go or not source.is_file():
         pytest.skip("Kueue module source not in the Go module cache")
     text = source.read_text()
     assert f'"{DISPATCHER_ALL_AT_ONCE}"' in text
     assert f'"{DISPATCHER_INCREMENTAL}"' in text
+
+
+def test_incremental_step_profile_configures_the_step_it_claims() -> None:
+    """The claim must match what the profile sets in Kueue's configuration, or the
+    fan-out checks would judge Kueue against a step it was never given."""
+    step2 = load_profile("incremental-step2")
+    assert step2.dispatcher_name == DISPATCHER_INCREMENTAL
+    configured = step2.kueue["multiKueue"]["incrementalDispatcherConfig"]["stepSize"]
+    assert configured == step2.claims.step_size == 2
 
 
 @pytest.mark.parametrize("name", ["all-at-once", "incremental"])

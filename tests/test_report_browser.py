@@ -24,6 +24,9 @@ import psutil
 import pytest
 
 from harness.report import write_html
+from harness.report.style import CSS
+from harness.report.timeline_svg import svg_timeline
+from suites.checks import CATALOGUE
 from tests import reports
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -141,7 +144,7 @@ def test_the_first_screen_shows_the_verdict_and_the_first_failed_check(scratch: 
     screen = where["viewport"]["height"]
     assert where["viewport"]["width"] == WIDTH and 600 <= screen <= HEIGHT
     checks = where["checks"]
-    assert len(checks) == 23
+    assert len(checks) == len(CATALOGUE)
     first = next(c for c in checks if c["result"] == "failed")
     assert first["heading"]["bottom"] <= screen, (
         f"the first failed check ({first['id']}) starts {first['heading']['top']:.0f} px "
@@ -174,3 +177,90 @@ def test_the_first_screen_shows_the_verdict_and_the_first_failed_check(scratch: 
     assert inside.get(failed_background, 0) > crop.width * crop.height / 4, (
         "no red 'failed' badge where the first check's heading is"
     )
+
+
+# A vendor-shaped run's names: the scenario's prefix, then the cluster's own name; the last
+# is longer than the widest margin holds.
+PREFIX = "config-change-honoured-0072-"
+LONG_NAMES = {
+    "w1": PREFIX + "worker-east1",
+    "w2": PREFIX + "worker-east2",
+    "w3": PREFIX + "worker-west1",
+    "w4": "shared-scope-of-a-vendor-with-long-names-0072-worker-west2",
+}
+LABELS = """<script>
+(function () {
+  const pictures = [...document.querySelectorAll("svg.timeline")].map((svg) => {
+    const frame = svg.getBoundingClientRect();
+    const plot = svg.querySelector(":scope > rect").getBoundingClientRect();
+    const rows = [...svg.querySelectorAll("text.row")].map((t) => {
+      const r = t.getBoundingClientRect();
+      return {shown: t.textContent, full: t.parentNode.querySelector("title").textContent,
+              left: r.left, right: r.right};
+    });
+    return {left: frame.left, plot: plot.left, rows};
+  });
+  document.documentElement.setAttribute("data-probe", JSON.stringify(pictures));
+})();
+</script>"""
+
+
+def long_named_report() -> Any:
+    """The default report with every cluster of its timelines renamed as in LONG_NAMES."""
+    from dataclasses import replace
+
+    from harness.recording.timeline import Timeline
+
+    def renamed(tl: Timeline) -> Timeline:
+        events = []
+        for e in tl:
+            data = {**e.data}
+            for key in ("cluster",):
+                if key in data:
+                    data[key] = LONG_NAMES.get(data[key], data[key])
+            if "names" in data:
+                data["names"] = [LONG_NAMES.get(n, n) for n in data["names"]]
+            events.append(replace(e, cluster=LONG_NAMES.get(e.cluster, e.cluster), data=data))
+        return Timeline(events)
+
+    checks = reports.checks()
+    for check in checks:
+        if check.timeline is not None:
+            check.timeline = renamed(check.timeline)
+    return reports.report(checks)
+
+
+def test_a_timelines_lane_names_are_whole_or_shortened_in_the_middle(scratch: Path) -> None:
+    """Long cluster names (a shared scope's, a vendor's) are drawn inside the picture, none
+    cut at its edge or under the plot: whole where the margin holds them, else shortened
+    in the middle so two lanes never read alike, the whole name on hover."""
+    page = write_html(long_named_report(), scratch / "report.html")
+    probe = scratch / "labels.html"
+    head, body_end, tail = page.read_text(encoding="utf-8").rpartition("</body>")
+    probe.write_text(head + LABELS + body_end + tail, encoding="utf-8")
+    found = PROBE_RE.search(chromium(scratch, probe.as_uri(), "--dump-dom"))
+    assert found, "the probe wrote nothing"
+    pictures = json.loads(html.unescape(found[1]))
+    visible = [p for p in pictures if p["rows"] and p["rows"][0]["right"] > 0]  # not folded
+    assert visible, "no timeline picture drawn open"
+    for picture in visible:
+        shown = [r["shown"] for r in picture["rows"]]
+        assert len(set(shown)) == len(shown), f"two lanes read alike: {shown}"
+        for row in picture["rows"]:
+            assert row["left"] >= picture["left"] - 0.5, f"{row['shown']!r} cut at the left edge"
+            assert row["right"] <= picture["plot"] + 0.5, f"{row['shown']!r} runs under the plot"
+            if row["shown"] != row["full"]:
+                head_, _, tail_ = row["shown"].partition("…")
+                assert row["full"].startswith(head_) and row["full"].endswith(tail_), row
+    names = {r["full"] for p in visible for r in p["rows"]}
+    assert set(LONG_NAMES.values()) - {LONG_NAMES["w4"]} <= {
+        r["shown"] for p in visible for r in p["rows"]
+    }, "a name the margin holds is shortened"
+    assert LONG_NAMES["w4"] in names
+    # the picture alone, as the page draws it, to look at: MKDC_KEEP_SCREENSHOT=/a/file.png
+    keep = os.environ.get("MKDC_KEEP_SCREENSHOT")
+    if keep:
+        only = scratch / "picture.html"
+        svg = svg_timeline(long_named_report().results()[0].timeline, reports.WL)
+        only.write_text(f"<html><head><style>{CSS}</style></head><body>{svg}</body></html>")
+        chromium(scratch, only.as_uri(), f"--screenshot={keep}")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report import Finding, write_html
+from suites.checks import CATALOGUE
 from tests import reports
 
 
@@ -63,7 +64,7 @@ def test_verdict_then_checks_worst_first_then_scorecard_then_environment(
         "check",
         "not-supported",
     ]
-    assert len(checks) == 23
+    assert len(checks) == len(CATALOGUE)
     # every check section sits between the Checks and Scorecard headings
     at = [i for i, (kind, _) in enumerate(items) if kind == "check"]
     assert items.index(("h2", "Checks")) < at[0] and at[-1] < items.index(("h2", "Scorecard"))
@@ -73,7 +74,8 @@ def test_the_verdict_says_result_counts_and_indexes_the_checks(tmp_path: Path) -
     page = page_of(tmp_path)
     verdict = page[page.index('<header class="verdict') : page.index("</header>")]
     assert '<span class="badge failed">failed</span>' in verdict
-    for words in ("2 failed", "1 undecided", "19 passed", "0 skipped", "1 not supported"):
+    passed = f"{len(CATALOGUE) - 4} passed"  # all but 2 failed, 1 undecided, 1 not supported
+    for words in ("2 failed", "1 undecided", passed, "0 skipped", "1 not supported"):
         assert words in verdict
     assert '<a href="#CORE-05">CORE-05 SingleExecution</a>' in verdict
     assert '<a href="#EXT-12">EXT-12</a>' in verdict
@@ -132,7 +134,8 @@ def test_everything_the_report_says_is_on_the_page(tmp_path: Path) -> None:
     for check in doc["checks"]:
         assert check["message"].replace("<", "&lt;") in page
         assert f'<section class="check {check["result"]}" id="{check["id"]}">' in page
-    assert page.count('<svg class="timeline"') == 22  # every check that ran has its picture
+    # every check that ran has its picture (all but EXT-12, not supported)
+    assert page.count('<svg class="timeline"') == len(CATALOGUE) - 1
 
 
 def _leaves(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -208,3 +211,29 @@ def test_each_replica_run_as_a_kubelet_runs_it_has_a_row(tmp_path: Path) -> None
         "<td>2</td><td>96.00 MiB · request 64.00 · limit 64.00 <strong>over its limit</strong>"
         "</td><td>0.25 cores</td></tr>"
     ) in environment
+
+
+def test_kueues_feature_gates_read_as_those_on_and_those_off(tmp_path: Path) -> None:
+    report = reports.report()
+    report.environment["kueueFeatureGates"] = {
+        "MultiKueue": True,
+        "MultiKueueOrchestratedPreemption": False,
+        "TopologyAwareScheduling": True,
+    }
+    page = write_html(report, tmp_path / "report.html").read_text()
+    environment = page[page.index('id="environment"') :]
+    assert "<th>kueueFeatureGates.on</th><td>MultiKueue, TopologyAwareScheduling</td>" in (
+        environment
+    )
+    assert "<th>kueueFeatureGates.off</th><td>MultiKueueOrchestratedPreemption</td>" in (
+        environment
+    )
+
+
+def test_each_check_says_whose_its_bounds_are(tmp_path: Path) -> None:
+    """The catalogue's bounds, each with its owner and why, under the check they bound."""
+    page = page_of(tmp_path)
+    section = page[page.index('id="CORE-02"') :]
+    section = section[: section.index("</section>")]
+    assert "Bounds: <b>Kueue API</b>: at most 20 names" in section
+    assert "<b>mkdc</b>: no name twice" in section

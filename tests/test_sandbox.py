@@ -47,6 +47,17 @@ def test_what_the_program_reads_is_needed(tmp_path: Path) -> None:
     assert Path(sys.prefix) in needed and Path(__file__).resolve().parents[1] in needed
 
 
+def test_of_a_run_directory_only_the_replicas_own_files_are_needed(tmp_path: Path) -> None:
+    run_dir = tmp_path / "mkdc-run-x"
+    run_dir.mkdir()
+    own, key, settings = run_dir / "dispatcher-0.kubeconfig", run_dir / "admin.key", tmp_path / "s"
+    for path in (own, key, settings):
+        path.write_text("x")
+    argv = ["/bin/sh", f"--kubeconfig={own}", f"--key={key}", f"--settings={settings}"]
+    needed = sandbox.needed_paths(argv, {"KEY": str(key)}, (run_dir,), (own,))
+    assert own in needed and settings in needed and key not in needed
+
+
 def test_hidden_folders_are_filled_where_made_then_moved_over(tmp_path: Path) -> None:
     box = sandbox.Sandbox(
         user=None, hidden=(tmp_path / "tmp",), needed=(tmp_path / "tmp" / "venv",)
@@ -58,7 +69,7 @@ def test_hidden_folders_are_filled_where_made_then_moved_over(tmp_path: Path) ->
         f"mount -t tmpfs -o mode=1777 tmpfs {stage}",
         f"mkdir -p {stage / 'venv'}",
         f"mount --rbind -o ro {tmp_path / 'tmp' / 'venv'} {stage / 'venv'}",
-        f"mount --move {stage} {tmp_path / 'tmp'}",
+        f"mount -n --move {stage} {tmp_path / 'tmp'}",
         "cd /tmp",
     ]
 
@@ -78,7 +89,7 @@ def confined(run_dir: Path, argv: list[str], name: str) -> tuple[sandbox.Sandbox
     box = sandbox.Sandbox(
         user=sandbox.user_for(None, None),
         hidden=sandbox.hidden_roots(run_dir),
-        needed=sandbox.needed_paths(argv, {}),
+        needed=sandbox.needed_paths(argv, {}, (run_dir,)),
     )
     command = mountns.private_command(
         sandbox.setup(box, run_dir / "scratch"),
@@ -88,6 +99,13 @@ def confined(run_dir: Path, argv: list[str], name: str) -> tuple[sandbox.Sandbox
         hostname=name,
     )
     return box, command
+
+
+def ways_in_tmp(box: sandbox.Sandbox) -> list[str]:
+    """What a replica's private /tmp lists: the first folder on the way to each path it
+    needs that lies under /tmp (an interpreter in a checkout there), nothing else."""
+    tmp = Path("/tmp")
+    return sorted({p.relative_to(tmp).parts[0] for p in box.needed if tmp in p.parents})
 
 
 PROBE = r"""
@@ -130,7 +148,9 @@ def test_a_replica_can_neither_read_the_keys_nor_signal_the_harness(tmp_path: Pa
         == said[1]
         == [
             "uid 65534",
-            "tmp []",  # private and empty: the other's file is not there
+            # private: the other's file is not there; only the way to what the program runs
+            # from (a checkout or virtualenv under /tmp) is bound back
+            f"tmp {ways_in_tmp(box)}",
             "key FileNotFoundError",  # the run directory is not in its view at all
             "signal ProcessLookupError",  # the harness is not in its PID namespace
             "cwd /tmp host dispatcher-0",  # its own host name, as a Pod has

@@ -41,6 +41,10 @@ def test_every_violable_check_is_killed_by_some_fault() -> None:
 
 def test_every_fault_has_an_expectation_and_a_profile() -> None:
     assert set(EXPECTED) == set(FAULTS)
+    shipped = {path.name for path in PROFILES.glob("faulty-*.yaml")}
+    assert shipped == {f"faulty-{fault}.yaml" for fault in EXPECTED}, (
+        "every faulty profile shipped is one the self-test runs, and no other"
+    )
     assert set(QUICK) <= set(EXPECTED)
     for fault, e in EXPECTED.items():
         path = PROFILES / f"faulty-{fault}.yaml"

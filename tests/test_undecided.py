@@ -232,3 +232,40 @@ def test_a_placement_a_check_merely_needs_is_waited_for_a_slack_longer() -> None
     assert judge.needed_placement_timeout(sc, "sc-w2") == (
         judge.placement_timeout(sc, "sc-w2") + slack
     )
+
+
+ESCALATION_WAIT = "TimeoutError: escalation 2 of 2 after round 2 (sc-w2), due 12s after it started"
+
+
+def escalated_once(second_round_at: float) -> Scenario:
+    """A dispatcher that escalated once (at `second_round_at`) and then stopped, on three
+    configured workers with a 10 s round (the reference's claims); observed for 40 s (to
+    t=39s after the workload was created)."""
+    sc = scenario(
+        ["EXT-05", "EXT-06"],
+        CREATED,
+        INSIDE,
+        (second_round_at, Kind.NOMINATION, {"names": ["sc-w1", "sc-w2"], "writer": "vendor"}),
+    )
+    sc.order = ["sc-w1", "sc-w2", "sc-w3"]
+    sc.members = {"sc-w1": "w1", "sc-w2": "w2", "sc-w3": "w3"}
+    sc.ctx.recorder.now = lambda: sc.started + 40  # type: ignore[method-assign]
+    return sc
+
+
+def test_the_escalation_that_came_is_judged_when_the_next_never_did(session: Path) -> None:
+    broke(escalated_once(11.6), ESCALATION_WAIT)
+    got = results(session)
+    assert got["EXT-05"]["result"] == "failed"
+    assert got["EXT-06"]["result"] == "passed"
+    assert got["EXT-06"]["measured"]["roundsJudged"] == 2  # the 2nd ran to its end too
+    assert got["EXT-06"]["message"].startswith(
+        "passed on what was recorded (to t=39.0s): EXT-05 failed in this scenario, so what"
+        " would have come after was not seen: "
+    )
+
+
+def test_an_early_escalation_that_came_fails_though_the_next_never_did(session: Path) -> None:
+    broke(escalated_once(4.0), ESCALATION_WAIT)
+    got = results(session)
+    assert got["EXT-06"]["result"] == "failed" and "escalation 1 early" in got["EXT-06"]["message"]

@@ -92,6 +92,14 @@ class Story:
         """The manager's Kueue reserved the workload's quota (a dispatcher may act)."""
         return self.add(t, Kind.QUOTA_RESERVED, reserved=True)
 
+    def released(self, t: float) -> Story:
+        """The manager's quota reservation released (an eviction, a deactivation)."""
+        return self.add(t, Kind.QUOTA_RESERVED, reserved=False)
+
+    def check_state(self, t: float, state: str) -> Story:
+        """The workload's MultiKueue admission check reached `state`."""
+        return self.add(t, Kind.CHECK_STATE, state=state)
+
     def reserve(self, t: float, cluster: str, reserved: bool = True) -> Story:
         return self.add(t, Kind.COPY_RESERVED, cluster, reserved=reserved)
 

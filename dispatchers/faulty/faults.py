@@ -239,6 +239,38 @@ def ignores_eviction() -> Planner:
     return planner
 
 
+def _as_pending(wl: Obj, check: str) -> dict[str, Any]:
+    """The workload as a view that missed its eviction sees it: not Evicted, its quota
+    reserved, its MultiKueue check Pending."""
+    out = _without_condition(_without_condition(wl, "Evicted"), "QuotaReserved")
+    status = out["status"]
+    status["conditions"].append({"type": "QuotaReserved", "status": "True", "reason": "Faulty"})
+    status["admissionChecks"] = [
+        {**s, "state": "Pending"} if s.get("name") == check else s
+        for s in status.get("admissionChecks") or []
+    ] or [{"name": check, "state": "Pending"}]
+    return out
+
+
+def nominates_while_evicted() -> Planner:
+    """CORE-10: plans a workload that is evicted, holds no quota or whose MultiKueue check
+    is not Pending as if it were still pending (the stale view of kueue#11062, always);
+    placed, finished or deleted ones it still leaves alone."""
+
+    def planner(now: float, wl: Obj, snap: Snapshot, s: Settings, last: str | None = None) -> Plan:
+        p = plan(now, wl, snap, s, last)
+        status = wl.get("status") or {}
+        if p.not_pending is None or p.route is None or status.get("clusterName"):
+            return p
+        if model.condition_true(wl, "Finished") or (wl.get("metadata") or {}).get(
+            "deletionTimestamp"
+        ):
+            return p
+        return plan(now, _as_pending(wl, p.route.check), snap, s, last)
+
+    return planner
+
+
 def ignores_config_change() -> Planner:
     """CORE-07: reads each MultiKueueConfig's cluster list once, the first time a workload
     of it is planned, and never again."""
@@ -560,6 +592,8 @@ FAULTS: dict[str, Fault] = {
               writes_after_placement),
         Fault("ignores-eviction", "never re-dispatches an evicted workload", ignores_eviction),
         Fault("ignores-config-change", "caches the config's clusters", ignores_config_change),
+        Fault("nominates-while-evicted", "nominates evicted workloads and ones without quota",
+              nominates_while_evicted),
         Fault("foreign-writer", "writes workloads without a MultiKueue check", foreign_writer),
         Fault("stalls-under-burst", "one slow call per new workload, serialised",
               stalls_under_burst),

@@ -11,11 +11,13 @@ import base64
 import copy
 import functools
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.cluster import feature_gates
 from harness.cluster.kube import load_documents
 from harness.cluster.toolchain import Manifests
 
@@ -223,7 +225,7 @@ def write_mode_supported(mode: str, manifests: Manifests, kubernetes_minor: int)
         if not admission_policy_path(manifests).exists():
             return (
                 "this Kueue ships no clear-nominated-cluster-names MutatingAdmissionPolicy "
-                "(v0.19+): use a profile whose nominationWrites is kueue-admission "
+                "(v0.18.6+, v0.19.2+): use a profile whose nominationWrites is kueue-admission "
                 "(e.g. reference-kueue-admission)"
             )
         if kubernetes_minor < 36:
@@ -243,6 +245,22 @@ def default_write_mode(manifests: Manifests, kubernetes_minor: int) -> str:
 def write_mode_config(mode: str) -> dict[str, Any]:
     """Extra Kueue configuration a mode needs."""
     return {"featureGates": {"WorkloadRequestUseMergePatch": True}} if mode == MERGE_PATCH else {}
+
+
+def manager_extra(
+    manifests: Manifests, extra: dict[str, Any], mode: str, wanted_gates: Mapping[str, bool]
+) -> dict[str, Any]:
+    """The manager's extra Kueue configuration: the profile's, what the write mode needs,
+    and the feature gates the checks need set so where this Kueue knows them."""
+    merged = deep_merge(extra, write_mode_config(mode))
+    defaults = feature_gates.kueue_defaults(manifests.kueue_dir)
+    return feature_gates.with_wanted(merged, defaults, wanted_gates)
+
+
+def gates_as_run(manifests: Manifests, config: Mapping[str, Any]) -> dict[str, bool]:
+    """The feature gates of a Kueue started with `config`: its version's defaults, read
+    from its source, with the configuration's on top."""
+    return feature_gates.as_run(feature_gates.kueue_defaults(manifests.kueue_dir), config)
 
 
 def admission_policy_documents(manifests: Manifests) -> list[dict[str, Any]]:

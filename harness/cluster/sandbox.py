@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cluster import mountns
+from harness.cluster import mountns, rundir
 
 NOBODY = (65534, 65534)
 
@@ -58,19 +58,35 @@ def user_for(run_as_user: int | None, run_as_group: int | None) -> tuple[int, in
     return uid, gid or NOBODY[1]
 
 
-def needed_paths(argv: Sequence[str], env: dict[str, str]) -> tuple[Path, ...]:
+def needed_paths(
+    argv: Sequence[str],
+    env: dict[str, str],
+    private: Sequence[Path] = (),
+    own: Sequence[Path] = (),
+) -> tuple[Path, ...]:
     """What the program reads from the host: its executable (and what it links to), every
-    existing absolute path among its arguments and variables, and for this interpreter
-    (mkdc's `python`) its prefixes and the folders its modules come from."""
+    existing absolute path among its arguments and variables (whole, or as the value of
+    `--flag=/path`), and for this interpreter (mkdc's `python`) its prefixes and the
+    folders its modules come from. Nothing in a run directory (`private`, and any in the
+    temp folder) is, whatever names it, but the replica's `own` files there (its
+    kubeconfig): the harness's keys stay out of its view."""
     found: list[Path] = []
     for text in [*argv, *env.values()]:
-        if text.startswith("/") and os.path.exists(text):
-            found += [Path(text), Path(os.path.realpath(text))]
+        for candidate in (text, text.partition("=")[2]):
+            if candidate.startswith("/") and os.path.exists(candidate):
+                found += [Path(candidate), Path(os.path.realpath(candidate))]
+    mine = {p.resolve() for p in own}
+    found = [p for p in found if p.resolve() in mine or not _harness_own(p, private)]
     if argv and os.path.realpath(argv[0]) == os.path.realpath(sys.executable):
         found += [Path(sys.prefix), Path(sys.base_prefix)]
         found += [Path(p) for p in sys.path if p.startswith("/") and os.path.isdir(p)]
         found.append(Path(__file__).resolve().parents[2])  # the project's packages
     return tuple(dict.fromkeys(found))
+
+
+def _harness_own(path: Path, private: Sequence[Path]) -> bool:
+    real = path.resolve()
+    return rundir.containing(real) is not None or any(_under(real, p.resolve()) for p in private)
 
 
 def setup(box: Sandbox, scratch: Path, binds: Sequence[tuple[Path, str]] = ()) -> list[str]:
@@ -96,10 +112,12 @@ def drop_privileges(box: Sandbox) -> list[str]:
 
 
 def give(paths: Iterable[Path], user: tuple[int, int] | None) -> None:
-    """Make the replica's own files (its identity, its emptyDirs) its user's."""
+    """Make the replica's own files and folders (its identity, its kubeconfig, its
+    emptyDirs) its user's: theirs to read, and only theirs (they keep their private mode)."""
     if user is None:
         return
     for path in paths:
+        os.chown(path, *user, follow_symlinks=False)
         for folder, dirs, files in os.walk(path):
             for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
                 os.chown(entry, *user, follow_symlinks=False)
@@ -152,7 +170,9 @@ def _hide(box: Sandbox, scratch: Path, binds: Sequence[tuple[Path, str]]) -> lis
                 target = shlex.quote(str(stage / Path(inside).relative_to(root)))
                 make = f"mkdir -p {target}" if volume.is_dir() else _touch(target)
                 commands += [make, f"mount --bind {shlex.quote(str(volume))} {target}"]
-        moves.append(f"mount --move {s} {shlex.quote(str(root))}")
+        # -n: no record in /run/mount/utab, which libmount updates after a move and a
+        # rootless replica (root only in its own user namespace) may not write
+        moves.append(f"mount -n --move {s} {shlex.quote(str(root))}")
     return commands + moves
 
 

@@ -38,7 +38,7 @@ from harness.cluster.procs import Supervisor
 from harness.errors import UserError, shown
 from harness.orchestrate.container import FATAL_WAITING, ImageSource, kill_containers
 from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
-from harness.profile import IMAGE_BINARY, Profile, RunSpec
+from harness.profile import HOST_PLACEHOLDERS, IMAGE_BINARY, Profile, RunSpec, fill
 from harness.profile.deploy import DeployFolder, side_containers
 from harness.providers import kind_images
 from harness.recording.audit_log import pod_of
@@ -173,11 +173,18 @@ def docker_has(image: str) -> bool:
 
 
 def documents(
-    run: RunSpec, left_out: Sequence[str], labels: dict[str, str], *, pull_never: bool
+    run: RunSpec,
+    left_out: Sequence[str],
+    labels: dict[str, str],
+    *,
+    pull_never: bool,
+    dispatcher_name: str,
 ) -> list[dict[str, Any]]:
     """The folder's documents as applied: as written, labelled with the run (so its
     inventory finds them); the Deployment in Kueue's namespace unless it names one, with
-    the profile's replicas and env, without the containers left out, and with
+    the profile's replicas and env (`{namespace}` and `{dispatcher_name}` filled: the
+    host's files the other placeholders name are not in a cluster's Pod, bad input
+    here), without the containers left out, and with
     `imagePullPolicy: Never` where every image was loaded (kind). Any other namespaced
     kind without a namespace gets Kueue's as it is applied, where the cluster says which
     kinds are namespaced (a vendor's own CRD's too)."""
@@ -189,9 +196,24 @@ def documents(
         meta["labels"] = {**(meta.get("labels") or {}), **labels}
         if doc["kind"] == "Deployment":  # the others get theirs as applied (`_apply`)
             meta["namespace"] = meta.get("namespace") or NAMESPACE
-            _deployment(doc, run, left_out, pull_never)
+            values = {"namespace": meta["namespace"], "dispatcher_name": dispatcher_name}
+            _deployment(doc, replace(run, env=_cluster_env(run.env, values)), left_out, pull_never)
         out.append(doc)
     return out
+
+
+def _cluster_env(env: dict[str, str], values: dict[str, str]) -> dict[str, str]:
+    """spec.run.env for a Pod on the cluster: the placeholders it can have filled, a host
+    path's refused in one line."""
+    for key, value in env.items():
+        for name in HOST_PLACEHOLDERS:
+            if "{" + name + "}" in value:
+                raise UserError(
+                    f"spec.run.env.{key}: {{{name}}} names a file on this machine, which a"
+                    " deploy folder's Pod on the cluster cannot read: put the file in the"
+                    " folder (a ConfigMap or Secret) and point the variable at its mount"
+                )
+    return {key: fill(value, values) for key, value in env.items()}
 
 
 def _deployment(

@@ -95,7 +95,7 @@ class DispatcherRunner:
         unset: tuple[str, ...] = ()
         setup: list[str] = []
         scratch = self.supervisor.run_dir / f"{name}-mounts"
-        box = self.sandbox(argv, env) if self.run.pod_environment else None
+        box = self.sandbox(argv, env, creds) if self.run.pod_environment else None
         if box is not None:
             env = {**pod_variables(creds, name), **env, "TMPDIR": "/tmp", "HOME": "/"}
             env["HOSTNAME"] = name  # its host name, as a Pod's is its name
@@ -126,14 +126,15 @@ class DispatcherRunner:
             )
         self.supervisor.start(name, argv, env=env, unset=unset, cwd=Path.cwd())
 
-    def sandbox(self, argv: list[str], env: dict[str, str]) -> sandbox.Sandbox:
+    def sandbox(self, argv: list[str], env: dict[str, str], creds: Credentials) -> sandbox.Sandbox:
         """How a replica is confined as a kubelet confines a container: its user, the
-        folders it does not see, what it still reads, where it starts."""
+        folders it does not see, what it still reads (of the run directory, only its own
+        kubeconfig, where `{kubeconfig}` names it), where it starts."""
         pod = self.run.deploy.pod if self.run.deploy is not None else None
         # a container starts in its workingDir, else (here) in its private /tmp; a host
         # command where mkdc runs, so `python -m package` finds the package there
         working_dir = (pod.working_dir or "/tmp") if pod else str(Path.cwd())
-        needed = sandbox.needed_paths(argv, env)
+        needed = sandbox.needed_paths(argv, env, (self.supervisor.run_dir,), (creds.kubeconfig,))
         if pod is None:
             needed += (Path(working_dir),)
         return sandbox.Sandbox(

@@ -131,6 +131,8 @@ def environment_section(
             extra["notApplied"] = list(notes)
         if first.replica_network is not None:
             extra["replicaNetwork"] = first.replica_network
+    if env.info.get("kueueFeatureGates"):  # known where mkdc started the manager's Kueue
+        extra["kueueFeatureGates"] = dict(env.info["kueueFeatureGates"])
     if len(outcome.dispatched) > 1:
         extra["environments"] = len(outcome.dispatched)
     if outcome.injected is not None:

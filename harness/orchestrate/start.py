@@ -121,7 +121,13 @@ def _start_deployment(
     run = profile.run
     assert run is not None and run.deploy is not None
     labels = {inventory.RUN_LABEL: run_id}
-    docs = deployrun.documents(run, deployed.left_out, labels, pull_never=deployed.kind is not None)
+    docs = deployrun.documents(
+        run,
+        deployed.left_out,
+        labels,
+        pull_never=deployed.kind is not None,
+        dispatcher_name=profile.dispatcher_name,
+    )
     runner = deployrun.DeploymentRunner(profile, Supervisor(env.run_dir), env, docs, deployed, log)
     stack.callback(runner.stop_all)
     deployment = runner.deployment

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.generated_docs import GeneratedSection
 from harness.profile import schema
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "profiles.md"
@@ -90,18 +91,8 @@ def table(name: str = "profile") -> str:
     return "\n".join(lines) + "\n"
 
 
-def rewritten(text: str) -> str:
-    """`text` (docs/profiles.md) with the table between the markers made anew."""
-    head, rest = text.split(BEGIN, 1)
-    _old, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{table()}{END}{tail}"
-
-
-def main() -> int:
-    DOC.write_text(rewritten(DOC.read_text()))
-    print(f"wrote the field reference in {DOC}", file=sys.stderr)
-    return 0
-
+SECTION = GeneratedSection(DOC, BEGIN, END, table, "the field reference")
+rewritten = SECTION.rewritten  # docs/profiles.md's text with the table made anew
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(SECTION.write())

@@ -35,6 +35,8 @@ ORDERINGS = schema.enum("profile", "spec.claims.ordering")
 CLUSTER_SCOPES = schema.enum("profile", "spec.environment.clusterScope")
 PER_SCENARIO, SHARED = CLUSTER_SCOPES
 PLACEHOLDERS = ("kubeconfig", "dispatcher_name", "namespace", "profile_dir", "binary")
+# the ones that name a file on this machine: a Pod on a cluster has none of them
+HOST_PLACEHOLDERS = ("kubeconfig", "profile_dir", "binary")
 IMAGE_BINARY = "/dispatcher"  # where a goBuild binary sits in the image the harness makes
 DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_READY_TIMEOUT = 60.0

@@ -24,7 +24,7 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -136,6 +136,7 @@ class KindProvider:
         name_prefix: str | None = None,
         *,
         write_mode: str | None = None,
+        wanted_gates: Mapping[str, bool] | None = None,
         nodes_per_worker: int = 2,
         node_capacity: dict[str, str] | None = None,
         runner: Runner = subprocess_runner,
@@ -166,6 +167,9 @@ class KindProvider:
         self.dispatcher_name = dispatcher_name
         self.kueue_extra = kueue_extra or {}
         self.write_mode = write_mode  # nominationWrites; None: the default for these versions
+        # Kueue feature gates the checks need so (where the profile leaves them unset)
+        self.wanted_gates = dict(wanted_gates or {})
+        self.feature_gates: dict[str, bool] = {}  # the manager Kueue's, as run
         self.mode = mode
         self.prefix = name_prefix
         self.nodes_per_worker = nodes_per_worker
@@ -311,8 +315,8 @@ class KindProvider:
             raise UserError(
                 f"nominationWrites {self.write_mode}: {why_not} ({self.versions.describe()})"
             )
-        self.kueue_extra = kueue_install.deep_merge(
-            self.kueue_extra, kueue_install.write_mode_config(self.write_mode)
+        self.kueue_extra = kueue_install.manager_extra(
+            man, self.kueue_extra, self.write_mode, self.wanted_gates
         )
 
     def plan_clusters(self, run_dir: Path) -> list[KindCluster]:
@@ -371,6 +375,7 @@ class KindProvider:
             info={
                 "runId": inventory.new_run_id(),
                 "kindMode": self.mode,
+                "kueueFeatureGates": self.feature_gates,
                 "kindClusters": {c.name: c.kind_name for c in clusters},
                 "workerSecrets": {w.name: multikueue.worker_secret_name(w.name) for w in workers},
                 **self._audit_info(clusters[0]),
@@ -430,6 +435,8 @@ class KindProvider:
             dispatcher_name=self.dispatcher_name,
             extra=None if c.is_worker else self.kueue_extra,
         )
+        if not c.is_worker:
+            self.feature_gates = kueue_install.gates_as_run(man, cfg)
         nodes = [
             kwok.fake_node(f"{c.name}-kwok-node{i}", self.node_capacity)
             for i in range(1, self.nodes_per_worker + 1)

@@ -17,7 +17,10 @@ from harness.cluster import audit, kueue_install, multikueue, toolchain
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 
-CONFIG_DIR = Path(__file__).resolve().parent / "kind_configs"  # package data
+# kind-configs/ at the checkout's top, their one source; an installed mkdc has them as
+# the package data of harness.kind_configs, mapped from there (pyproject.toml)
+_SHIPPED = Path(__file__).resolve().parents[1] / "kind_configs"
+CONFIG_DIR = _SHIPPED if _SHIPPED.is_dir() else Path(__file__).resolve().parents[2] / "kind-configs"
 
 
 NS = kueue_install.NAMESPACE

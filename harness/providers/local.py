@@ -15,7 +15,7 @@ import ssl
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,7 @@ class LocalProvider:
         secret_pattern: str | None = None,
         dispatcher_name: str | None = None,
         kueue_extra: dict[str, Any] | None = None,
+        wanted_gates: Mapping[str, bool] | None = None,
         write_mode: str | None = None,
         outlive_parent: bool = False,
         nodes_per_worker: int = 2,
@@ -90,6 +91,9 @@ class LocalProvider:
         self.secret_pattern = secret_pattern or multikueue.SECRET_PATTERN
         self.dispatcher_name = dispatcher_name
         self.kueue_extra = kueue_extra or {}
+        # Kueue feature gates the checks need so (where the profile leaves them unset)
+        self.wanted_gates = dict(wanted_gates or {})
+        self.feature_gates: dict[str, bool] = {}  # the manager Kueue's, as run
         self.write_mode = write_mode  # None: the default for these versions
         self.nodes_per_worker = nodes_per_worker
         self.node_capacity = node_capacity or dict(NODE_CAPACITY)
@@ -131,8 +135,8 @@ class LocalProvider:
     def up(self) -> Environment:
         """Start everything; on any failure stop what was started and re-raise."""
         bins, man, self.write_mode = self.check()
-        self.kueue_extra = kueue_install.deep_merge(
-            self.kueue_extra, kueue_install.write_mode_config(self.write_mode)
+        self.kueue_extra = kueue_install.manager_extra(
+            man, self.kueue_extra, self.write_mode, self.wanted_gates
         )
         self.run_dir = rundir.create("mkdc-run-", detached=self.outlive_parent)  # created 0700
         self.supervisor = Supervisor(self.run_dir, outlive_parent=self.outlive_parent)
@@ -183,6 +187,7 @@ class LocalProvider:
             nomination_write_mode=self.write_mode,
             info={
                 "auditLog": str(self.run_dir / MANAGER / "audit.log"),
+                "kueueFeatureGates": self.feature_gates,
                 "workerSecrets": {
                     w: multikueue.worker_secret_name(w, self.secret_pattern)
                     for w in self.worker_names
@@ -457,6 +462,8 @@ class LocalProvider:
             extra=self.kueue_extra if not c.is_worker else None,
             release=kueue_install.release_defaults(man),
         )
+        if not c.is_worker:
+            self.feature_gates = kueue_install.gates_as_run(man, config)
         config_path = c.dir / "kueue-config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         kube.apply(dyn, kueue_install.manager_config_map(config, self.versions.kueue))

@@ -9,9 +9,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from harness import __version__, userfiles
+from harness.check_terms import Bound
 from harness.recording.timeline import Timeline
 from harness.report.redaction import first_line, iso, plain, report_text
 from harness.results import DispatcherActions, Result
@@ -63,13 +64,21 @@ SCORECARD_ORDER = (
 )
 
 
-# check id -> (name, feature or None for core), in catalogue order: what a report knows of
-# the suite, handed to it (harness.suite.catalogue()) so the report never loads a suite
-Catalogue = Mapping[str, tuple[str, str | None]]
+class CatalogueEntry(NamedTuple):
+    """What a report knows of a check beyond its result."""
+
+    name: str
+    feature: str | None  # None: core
+    bounds: tuple[Bound, ...] = ()  # whose each of its bounds is, and why
+
+
+# check id -> its entry, in catalogue order: what a report knows of the suite, handed to
+# it (harness.suite.catalogue()) so the report never loads a suite
+Catalogue = Mapping[str, CatalogueEntry]
 
 
 def core_ids(cat: Catalogue) -> list[str]:
-    return [cid for cid, (_, feature) in cat.items() if feature is None]
+    return [cid for cid, entry in cat.items() if entry.feature is None]
 
 
 @dataclass
@@ -342,13 +351,13 @@ def _finding_text(finding: Mapping[str, Any]) -> str:
     return f"{finding['title']}{checks}\n{finding['detail']}\nseen in: {where}"
 
 
-def _feature(check_id: str, cat: Mapping[str, tuple[str, str | None]]) -> str | None:
+def _feature(check_id: str, cat: Catalogue) -> str | None:
     if check_id in cat:
         return cat[check_id][1]
     return None if check_id.startswith("CORE-") else "extended"
 
 
-def _default_message(check_id: str, result: str, cat: Mapping[str, tuple[str, str | None]]) -> str:
+def _default_message(check_id: str, result: str, cat: Catalogue) -> str:
     if result == NOT_SUPPORTED:
         feature = _feature(check_id, cat)
         return f"the profile does not claim feature {feature}" if feature else "not supported"

@@ -2,8 +2,9 @@
 
 Every scenario holds a shared slot while it runs; a scenario that loads the shared Kueue
 on purpose (a burst of workloads) holds the exclusive one. Kueue's MultiKueue workload
-controller calls workers through clients throttled at client-go's default 5 requests per
-second, and a throttled call holds one of its few workers: a burst on one scenario's
+controller calls workers through throttled clients (client-go's default 5 requests per
+second up to v0.19.2, the manager's `clientConnection` where Kueue shares it with them),
+and a throttled call holds one of its few workers: a burst on one scenario's
 workers would delay every other scenario's workloads by tens of seconds and fail their
 latency bounds for a reason that is not theirs.
 

@@ -36,7 +36,15 @@ from suites.checks import (  # the area modules: importing them fills CATALOGUE
     ordering,
     resilience,
 )
-from suites.checks.catalogue import CATALOGUE, Check, Scope, check, every_timeline, run_check
+from suites.checks.catalogue import (
+    CATALOGUE,
+    Check,
+    Scope,
+    check,
+    every_timeline,
+    run_check,
+    wanted_gates,
+)
 from suites.checks.queries import (
     INF,
     Interval,
@@ -89,6 +97,7 @@ __all__ = [
     "review_rounds",
     "rounds",
     "run_check",
+    "wanted_gates",
     "core_burst",
     "core_lifecycle",
     "core_placement",

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.check_terms import Bound, GateNeed
 from harness.recording.timeline import Kind, Timeline
 from suites.checks.verdict import Bounds, Verdict
 
@@ -36,6 +37,14 @@ class Check:
     # its decision point is a wait of its own scenario, once the timeline shows this (see
     # suites.judge.settle): a wait there that times out is the check's own verdict
     decided_by_wait: DecisionPoint | None = None
+    # it passes only on evidence it judged, never for want of it (no round came due:
+    # inconclusive), so a scenario another check broke still decides it on what came
+    judges_what_came: bool = False
+    # whose each bound is (the KEP's, Kueue's API's or mkdc's) and why: the catalogue says it
+    bounds: tuple[Bound, ...] = ()
+    # Kueue feature gates in whose other state the dispatcher cannot be seen: the harness
+    # starts Kueue with them so, and a run whose Kueue had one otherwise leaves it undecided
+    gates: tuple[GateNeed, ...] = ()
 
     def supported_by(self, features: Iterable[str]) -> bool:
         """Core checks always apply; extended ones when the profile claims the feature."""
@@ -74,8 +83,12 @@ def check(
     writes_only: bool = False,
     every_timeline: bool = False,
     decided_by_wait: DecisionPoint | None = None,
+    judges_what_came: bool = False,
+    bounds: tuple[Bound, ...],
+    gates: tuple[GateNeed, ...] = (),
 ) -> Callable[[Evaluate], Evaluate]:
-    """Declare the decorated evaluator as catalogue check `id` (core unless `feature`)."""
+    """Declare the decorated evaluator as catalogue check `id` (core unless `feature`),
+    with whose each of its `bounds` is."""
 
     def declare(evaluate: Evaluate) -> Evaluate:
         entry = Check(
@@ -88,6 +101,9 @@ def check(
             writes_only,
             every_timeline,
             decided_by_wait,
+            judges_what_came,
+            bounds,
+            gates,
         )
         register(CATALOGUE, entry)
         return evaluate
@@ -98,6 +114,11 @@ def check(
 def every_timeline() -> list[str]:
     """The checks held on every scenario's timeline, in catalogue order."""
     return [c.id for c in CATALOGUE.values() if c.every_timeline]
+
+
+def wanted_gates() -> dict[str, bool]:
+    """The Kueue feature gates the catalogue's checks need, in the state they need them."""
+    return {g.gate: g.state for c in CATALOGUE.values() for g in c.gates}
 
 
 def always(tl: Timeline) -> bool:

@@ -4,6 +4,7 @@ once) is judged on every timeline and sits here with the rest of a workload's li
 
 from __future__ import annotations
 
+from harness.check_terms import Bound
 from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check, placed_once
 from suites.checks.queries import (
@@ -25,6 +26,20 @@ from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
     "NoNominationAfterPlacement",
     summary="Once clusterName is set, the dispatcher leaves nominatedClusterNames alone.",
     writes_only=True,
+    bounds=(
+        Bound(
+            "KEP",
+            "no nomination while clusterName is set",
+            "the KEP: while clusterName is assigned, nominatedClusterNames is immutable",
+        ),
+        Bound(
+            "mkdc",
+            "no status write at all while placed, even one refused or changing nothing, after "
+            "observation_skew",
+            "stricter than the KEP: a write to a placed workload is the mistake whatever the "
+            "apiserver made of it",
+        ),
+    ),
 )
 def no_nomination_after_placement(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-03: while clusterName is set (PLACEMENT non-empty until a PLACEMENT ""), no
@@ -59,6 +74,13 @@ def no_nomination_after_placement(tl: Timeline, b: Bounds) -> Verdict:
     "SingleExecution",
     summary="The Job runs in at most one worker, once.",
     every_timeline=True,
+    bounds=(
+        Bound(
+            "KEP",
+            "the Job runs on one worker, once",
+            "MultiKueue's promise: the first worker to admit wins and the other copies are removed",
+        ),
+    ),
 )
 def single_execution(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-05: a Job exists (JOB_CREATED or JOB_RUNNING .. JOB_DELETED) on at most one
@@ -89,6 +111,13 @@ def single_execution(tl: Timeline, b: Bounds) -> Verdict:
     "RedispatchAfterEviction",
     summary="A workload evicted from its worker is placed again.",
     decided_by_wait=placed_once,  # placed once: then the re-placement
+    bounds=(
+        Bound(
+            "mkdc",
+            "placed again within placement_bound of the manager showing the eviction",
+            "the KEP resets clusterName on eviction and sets no deadline for the next placement",
+        ),
+    ),
 )
 def redispatch_after_eviction(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-06: after an eviction a new placement follows within
@@ -123,6 +152,14 @@ def redispatch_after_eviction(tl: Timeline, b: Bounds) -> Verdict:
     summary="Workloads that are not pending MultiKueue work are not written by the dispatcher.",
     scope="scenario",
     writes_only=True,
+    bounds=(
+        Bound(
+            "mkdc",
+            "no write to a workload that is not pending MultiKueue work",
+            "the KEP gives a dispatcher MultiKueue workloads only; Kueue's own dispatchers skip "
+            "every other (ShouldSkipClusterNomination)",
+        ),
+    ),
 )
 def foreign_workloads_untouched(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-08 (scenario scope): a foreign workload (Bounds.foreign_workloads, plus every
@@ -150,3 +187,98 @@ def foreign_workloads_untouched(tl: Timeline, b: Bounds) -> Verdict:
     ]
     measured = {"foreignWorkloads": len(foreign), "foreignWrites": len(problems)}
     return Verdict.fail(problems, **measured) if problems else Verdict.ok(**measured)
+
+
+def not_pending_spans(tl: Timeline) -> list[tuple[float, float, str]]:
+    """(from, until, why) while the workload, unplaced, was not pending MultiKueue work as
+    the manager showed it: no quota reservation, its MultiKueue check not Pending (a state
+    not yet seen does not count), or evicted (until its quota is reserved again). Kueue's
+    own dispatchers skip such a workload (ShouldSkipClusterNomination, and no quota)."""
+    reserved, state, evicted, placed = False, None, False, False
+    spans: list[tuple[float, float, str]] = []
+    start: tuple[float, str] | None = None
+    for e in tl:
+        if e.kind is Kind.QUOTA_RESERVED:
+            reserved = e.reserved
+            evicted = evicted and not e.reserved
+        elif e.kind is Kind.CHECK_STATE:
+            state = e.state
+        elif e.kind is Kind.EVICTED:
+            evicted = True
+        elif e.kind is Kind.PLACEMENT:
+            placed = bool(e.about_cluster)
+        elif e.kind is not Kind.WORKLOAD_CREATED:
+            continue
+        why = next(
+            (
+                said
+                for hit, said in (
+                    (placed, ""),  # placed: CORE-03's business, not a span
+                    (evicted, "it was evicted"),
+                    (not reserved, "it held no quota on the manager"),
+                    (state not in (None, "Pending"), f"its MultiKueue check was {state}"),
+                )
+                if hit
+            ),
+            None,
+        )
+        if start is not None and why != start[1]:
+            spans.append((start[0], e.t, start[1]))
+            start = None
+        if why and start is None:
+            start = (e.t, why)
+    if start is not None:
+        spans.append((start[0], INF, start[1]))
+    return spans
+
+
+@check(
+    "CORE-10",
+    "NominatesPendingWorkOnly",
+    summary="A workload is nominated only while it is pending MultiKueue work: quota "
+    "reserved on the manager, its MultiKueue check Pending, not evicted.",
+    writes_only=True,
+    bounds=(
+        Bound(
+            "mkdc",
+            "no nomination while the workload holds no quota, its MultiKueue check is not "
+            "Pending, or it is evicted, after observation_skew",
+            "the KEP does not say when a workload may be nominated; Kueue's own dispatchers "
+            "skip it then (ShouldSkipClusterNomination), and a nomination from a stale view "
+            "during an eviction once stranded workloads (kueue#11062)",
+        ),
+    ),
+)
+def nominates_pending_work_only(tl: Timeline, b: Bounds) -> Verdict:
+    """CORE-10: no non-empty NOMINATION by the dispatcher (writer unknown, or a dispatcher
+    identity) inside a span of `not_pending_spans`, later than observation_skew into it
+    (the dispatcher may have read the workload just before). Undecided when the workload,
+    once its quota was reserved, never stopped being pending while unplaced: nothing
+    tested the rule but the wait for the first reservation."""
+    spans = not_pending_spans(tl)
+    problems = []
+    for e in tl.where(Kind.NOMINATION):
+        if not names(e) or not is_dispatcher(e.writer, b):
+            continue
+        for start, until, why in spans:
+            if start + b.observation_skew < e.t < until:
+                who = e.writer or "unknown writer"
+                problems.append(
+                    f"{who} nominated {joined(names(e))} at {at(e.t)} while {why} "
+                    f"(since {at(start)})"
+                )
+    reserved = [e.t for e in tl.where(Kind.QUOTA_RESERVED) if e.reserved]
+    tested = [s for s in spans if reserved and s[0] > reserved[0]]
+    measured = {
+        "nominationsWhileNotPending": len(problems),
+        "notPendingSpans": len(tested),
+    }
+    if problems:
+        return Verdict.fail(problems, **measured)
+    if not tested:
+        return Verdict.unclear(
+            "the workload never stopped being pending MultiKueue work while unplaced "
+            "(no eviction, no quota released, no check leaving Pending)",
+            **measured,
+        )
+    return Verdict.ok(**measured)

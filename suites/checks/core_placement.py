@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.check_terms import Bound
 from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import always, check
 from suites.checks.queries import (
@@ -24,6 +25,14 @@ from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
     summary="Only clusters of the workload's MultiKueueConfig are ever nominated.",
     writes_only=True,
     every_timeline=True,
+    bounds=(
+        Bound(
+            "KEP",
+            "only clusters of the workload's MultiKueueConfig",
+            "the KEP's dispatcher selects among the worker clusters MultiKueue dispatches to: "
+            "those of the config",
+        ),
+    ),
 )
 def nominates_configured_only(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-01: every nominated name is in the config (Bounds.clusters, extended from
@@ -48,11 +57,25 @@ def nominates_configured_only(tl: Timeline, b: Bounds) -> Verdict:
     summary="The nomination list stays within the API maximum and has no duplicates.",
     writes_only=True,
     every_timeline=True,
+    bounds=(
+        Bound(
+            "Kueue API",
+            "at most 20 names",
+            "the Workload CRD's maxItems of .status.nominatedClusterNames",
+        ),
+        Bound(
+            "mkdc",
+            "no name twice",
+            "the API allows it (listType atomic), but a cluster named twice is a list no "
+            "dispatcher means",
+        ),
+    ),
 )
 def nomination_list_valid(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-02: no NOMINATION longer than Bounds.max_nominations, none with duplicates;
     the same for the lists in a dispatcher's WRITEs the apiserver rejected (the API's
-    validation refuses such a list, so a rejected write is the only trace of it)."""
+    validation refuses a list too long, so a rejected write is the only trace of it; a
+    duplicate it lets through, listType atomic)."""
     problems, longest = [], 0
     rejected = [e for e in tl.where(Kind.WRITE) if "names" in e.data and e.code >= 400]
     for e in sorted([*tl.where(Kind.NOMINATION), *rejected], key=lambda e: e.t):
@@ -73,6 +96,14 @@ def nomination_list_valid(tl: Timeline, b: Bounds) -> Verdict:
     "EventualPlacement",
     summary="A workload that fits in exactly one configured worker is placed there.",
     decided_by_wait=always,  # the wait for placement is the check
+    bounds=(
+        Bound(
+            "mkdc",
+            "placed within the claimed rounds to its cluster, plus placement_slack",
+            "the KEP sets no deadline; the profile's claims and mkdc's slack for Kueue's own "
+            "latency do",
+        ),
+    ),
 )
 def eventual_placement(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-04: placed on Bounds.expected_cluster (any cluster when None) within
@@ -107,6 +138,14 @@ def eventual_placement(tl: Timeline, b: Bounds) -> Verdict:
     "ConfigChangeHonoured",
     summary="A cluster added to the MultiKueueConfig while a workload is pending is considered.",
     decided_by_wait=lambda tl: len(tl.where(Kind.CONFIG_CHANGED)) > 1,  # after it joined
+    bounds=(
+        Bound(
+            "mkdc",
+            "a cluster added to the config is taken in by the next round, plus placement_slack",
+            "the KEP lets the list change while pending; when a new cluster must be considered is "
+            "mkdc's reading",
+        ),
+    ),
 )
 def config_change_honoured(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-07: a cluster added by CONFIG_CHANGED (data clusters = the new list) while the

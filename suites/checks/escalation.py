@@ -4,6 +4,7 @@ in queries, as resilience judges rounds too."""
 
 from __future__ import annotations
 
+from harness.check_terms import Bound
 from harness.recording.timeline import Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
@@ -70,6 +71,14 @@ def why_none_due(tl: Timeline, b: Bounds, reviews: list[RoundReview], what: str)
     feature="Escalation",
     summary="When nominees do not admit within the timeout, more clusters are nominated within "
     "timeout + slack.",
+    judges_what_came=True,
+    bounds=(
+        Bound(
+            "KEP",
+            "the next round by the round's timeout, plus escalation_slack",
+            "the KEP's rounds of fixed duration: none admitting within one starts the next",
+        ),
+    ),
 )
 def timeout_escalation(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-05: while unplaced, EACH round (the 2nd and 3rd as much as the 1st) is
@@ -93,6 +102,14 @@ def timeout_escalation(tl: Timeline, b: Bounds) -> Verdict:
     "NoPrematureEscalation",
     feature="Escalation",
     summary="No escalation before the timeout while nominees are still pending.",
+    judges_what_came=True,
+    bounds=(
+        Bound(
+            "KEP",
+            "no round before the previous one's timeout, less early_tolerance",
+            "the same rounds: a round ends at its timeout, not before, unless a nominee gave up",
+        ),
+    ),
 )
 def no_premature_escalation(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-06: no round (the 2nd and 3rd as much as the 1st) starts earlier than the
@@ -110,6 +127,14 @@ def no_premature_escalation(tl: Timeline, b: Bounds) -> Verdict:
     "PerClusterTimeout",
     feature="PerClusterTimeout",
     summary="A per-worker timeout override is honoured.",
+    judges_what_came=True,
+    bounds=(
+        Bound(
+            "mkdc",
+            "a per-cluster round timeout honoured within early_tolerance and escalation_slack",
+            "no such knob in the KEP: the profile's claim",
+        ),
+    ),
 )
 def per_cluster_timeout(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-08: a round adding a cluster with an override (Bounds.cluster_timeouts) ends

@@ -3,6 +3,7 @@ lost its capacity is not retried first, and the workload runs elsewhere."""
 
 from __future__ import annotations
 
+from harness.check_terms import Bound
 from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check, placed_once
 from suites.checks.queries import (
@@ -23,6 +24,14 @@ from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
     feature="ProvisioningFailover",
     summary="When provisioning fails on a worker, the workload moves on and is placed elsewhere.",
     decided_by_wait=placed_once,  # placed once: then placed elsewhere
+    bounds=(
+        Bound(
+            "mkdc",
+            "after a provisioning failure, another cluster first, and placed within "
+            "placement_bound",
+            "the KEP's story of scarce capacity, made a bound by mkdc",
+        ),
+    ),
 )
 def provisioning_failover(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-09: provisioning fails on worker F (the first PROVREQ_STATE Failed or

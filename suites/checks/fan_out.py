@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 
+from harness.check_terms import Bound, GateNeed
 from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import (
@@ -32,6 +33,14 @@ from suites.checks.verdict import Bounds, Verdict, at, joined
     feature="BoundedFanOut",
     summary="At most stepSize clusters hold a copy before the first escalation, and growth per "
     "round is at most stepSize.",
+    bounds=(
+        Bound(
+            "KEP",
+            "at most stepSize clusters per round (the claimed stepSize and round timeout)",
+            "the KEP's Incremental: an initial set, then as many more each round, so copies grow "
+            "by a step per round",
+        ),
+    ),
 )
 def bounded_fan_out(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-01: at every instant, copies (COPY_CREATED..COPY_DELETED) and nominated names
@@ -86,6 +95,15 @@ def bounded_fan_out(tl: Timeline, b: Bounds) -> Verdict:
     "NoSimultaneousAutoscaling",
     feature="BoundedFanOut",
     summary="At most maxConcurrentProvisioning workers hold a ProvisioningRequest at once.",
+    bounds=(
+        Bound(
+            "mkdc",
+            "at most maxConcurrentProvisioning ProvisioningRequests at once (without that claim: "
+            "stepSize per round)",
+            "the KEP's story of scarce capacity asks for no such bound; it is the profile's own "
+            "claim, judged by mkdc",
+        ),
+    ),
 )
 def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-02: with a maxConcurrentProvisioning claim, peak concurrent live
@@ -146,6 +164,18 @@ def no_simultaneous_autoscaling(tl: Timeline, b: Bounds) -> Verdict:
     "BoundedDuplicateAdmission",
     feature="BoundedFanOut",
     summary="At most stepSize workers reserve quota at once, and losers' copies go quickly.",
+    bounds=(
+        Bound(
+            "KEP",
+            "at most stepSize quota reservations at once",
+            "a step bounds the copies, so it bounds their reservations",
+        ),
+        Bound(
+            "mkdc",
+            "losers' copies gone loser_cleanup_slack after placement",
+            "the KEP says copies no longer nominated are removed, not how soon",
+        ),
+    ),
 )
 def bounded_duplicate_admission(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-03: peak concurrent quota reservations (COPY_RESERVED reserved=True until
@@ -179,6 +209,22 @@ def bounded_duplicate_admission(tl: Timeline, b: Bounds) -> Verdict:
     "BoundedPreemption",
     feature="BoundedFanOut",
     summary="A high-priority workload causes preemptions in at most stepSize workers.",
+    gates=(
+        GateNeed(
+            "MultiKueueOrchestratedPreemption",
+            False,
+            "the manager then opens a workload's preemption gate on one worker at a time, so "
+            "preemptions stay bounded whatever the dispatcher nominates",
+        ),
+    ),
+    bounds=(
+        Bound(
+            "KEP",
+            "preemptions on at most stepSize workers",
+            "the KEP's Story 3: adding clusters incrementally avoids preemptions in all clusters "
+            "at once",
+        ),
+    ),
 )
 def bounded_preemption(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-04: distinct workers with a PREEMPTION event for the workload <= step_size.

@@ -3,6 +3,7 @@ claimed order."""
 
 from __future__ import annotations
 
+from harness.check_terms import Bound
 from harness.recording.timeline import Kind, Timeline
 from suites.checks.catalogue import check
 from suites.checks.queries import configured, inactive_at, inactive_spans, names
@@ -14,6 +15,14 @@ from suites.checks.verdict import Bounds, Verdict, at, joined
     "OrderedDispatch",
     feature="Ordering",
     summary="Clusters are tried in the declared order (config order, or tiers).",
+    bounds=(
+        Bound(
+            "mkdc",
+            "clusters tried in the claimed order (config, alphabetical or tiers)",
+            "the KEP allows any order; the profile's claim is judged as mkdc reads it (config "
+            "order as Kueue's Incremental keeps it)",
+        ),
+    ),
 )
 def ordered_dispatch(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-07: when a cluster is first nominated, every cluster before it in the claimed

@@ -8,6 +8,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
+from harness.check_terms import Bound
 from harness.recording.timeline import Event, Kind, Timeline
 from suites.checks.catalogue import after_action, check
 from suites.checks.queries import (
@@ -33,6 +34,13 @@ from suites.checks.verdict import Bounds, Verdict, at, joined, not_judged
     "SkipsInactiveClusters",
     feature="InactiveAware",
     summary="Clusters that are not Active are not nominated, nor cost a round.",
+    bounds=(
+        Bound(
+            "mkdc",
+            "inactive clusters neither nominated nor costing a round",
+            "Kueue's own dispatchers skip inactive clusters; the KEP does not say",
+        ),
+    ),
 )
 def skips_inactive_clusters(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-10: (a) no NOMINATION adds (relative to the previous list) a cluster that has
@@ -80,6 +88,14 @@ def skips_inactive_clusters(tl: Timeline, b: Bounds) -> Verdict:
     summary="Killing and restarting the dispatcher mid-round neither resets nor jumps the round, "
     "and loses no workload.",
     decided_by_wait=after_action("dispatcher-restarted"),
+    bounds=(
+        Bound(
+            "mkdc",
+            "a round neither reset nor jumped by a restart, within the downtime plus "
+            "escalation_slack",
+            "the KEP says nothing of restarts: the RestartSafe claim",
+        ),
+    ),
 )
 def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-11: with ACTION what="dispatcher-killed" at tk and "dispatcher-restarted" at tr,
@@ -115,6 +131,13 @@ def restart_resilience(tl: Timeline, b: Bounds) -> Verdict:
     summary="The manager's kube-apiserver restarting mid-round neither resets nor jumps the "
     "round, and workloads created once it is back are dispatched (watches re-established).",
     decided_by_wait=after_action("manager-apiserver-back"),
+    bounds=(
+        Bound(
+            "mkdc",
+            "rounds kept across the manager apiserver's restart; new workloads dispatched",
+            "the RestartSafe claim, judged as mkdc reads it",
+        ),
+    ),
 )
 def manager_apiserver_restart(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-13: around ACTIONs "manager-apiserver-down" (td) and "manager-apiserver-back"
@@ -129,6 +152,13 @@ def manager_apiserver_restart(tl: Timeline, b: Bounds) -> Verdict:
     summary="The manager's Kueue crashing mid-round (its webhooks refusing every Workload "
     "write until it is back) neither resets nor loses the round.",
     decided_by_wait=after_action("manager-kueue-back"),
+    bounds=(
+        Bound(
+            "mkdc",
+            "rounds kept across Kueue's crash; a refused write retried",
+            "the RestartSafe claim, judged as mkdc reads it",
+        ),
+    ),
 )
 def kueue_restart(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-14: around ACTIONs "manager-kueue-down" (td) and "manager-kueue-back" (tb), see
@@ -233,6 +263,14 @@ def _restart_window(
     feature="HighAvailability",
     summary="With two replicas, killing the leader hands over within the lease time, without "
     "double writes.",
+    bounds=(
+        Bound(
+            "mkdc",
+            "the standby writes within handover_slack; no two replicas write within "
+            "conflict_window",
+            "the HighAvailability claim, judged as mkdc reads it",
+        ),
+    ),
 )
 def leader_failover(tl: Timeline, b: Bounds) -> Verdict:
     """EXT-12: after ACTION what="leader-killed" at tk (data user = the killed leader's

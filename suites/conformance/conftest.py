@@ -1,8 +1,8 @@
 """The conformance session as pytest sees it: one shared environment, one scenario per test.
 
 `mkdc run` starts the environment and the dispatcher, then runs this directory with
-MKDC_SESSION pointing at its session file. Each test declares the checks it decides
-with `@pytest.mark.checks(...)`; tests whose checks the profile does not claim are
+MKDC_SESSION pointing at its session file. Each test is declared a scenario, with the
+checks it decides, by `@conformance(...)`; tests whose checks the profile does not claim are
 reported not-supported, and every scenario is also judged by the checks that hold
 on any timeline.
 """
@@ -26,7 +26,7 @@ from harness.scenarios.context import Context
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Session, current
 from harness.scenarios.slots import scenario_slot
-from suites import judge, judgement
+from suites import artifacts, judge, judgement
 from suites.checks import CATALOGUE
 from suites.checks.scenarios import Conformance, declared
 
@@ -167,7 +167,7 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
             if report is not None and report.failed:
                 timed_out = getattr(request.node, "timed_out", False)
                 judge.record_errored(sc, _first_line(report), timed_out=timed_out)
-                judge.collect_artifacts(sc)
+                artifacts.collect_artifacts(sc)
         finally:
             sc.cleanup()
 

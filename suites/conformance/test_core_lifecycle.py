@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from harness.cluster import workloads
+from harness.recording.timeline import Kind
 from suites.checks.scenarios import conformance
-from suites.judge import conforms, needed_placement_timeout, placement_timeout
+from suites.judge import conforms, needed_placement_timeout, placement_timeout, round_timeout
+
+SETTLE = 3.0  # seconds between a copy's creation and the deactivation: Kueue's reconciles done
 
 
 @conformance("CORE-03")
@@ -47,3 +51,34 @@ def test_foreign_workloads_untouched(scenario):
     scenario.wait_placed(workload, timeout=needed_placement_timeout(scenario))
     scenario.observe(10)
     conforms(scenario, foreign_workloads=frozenset({foreign}))
+
+
+@conformance("CORE-10")
+def test_nominates_pending_work_only(scenario):
+    """Nominated while no worker has room, then deactivated on the manager (evicted, its
+    quota released, for good): left alone from then on."""
+    workers = scenario.workers(2)
+    scenario.with_workers(workers)  # no capacity anywhere: it stays pending
+    workload = scenario.submit("job")
+    # its copies made first: deactivated while MultiKueue is still making them, Kueue
+    # (v0.19.2) makes them again and starts the Job on both workers for half a second
+    copied = scenario.wait_until(
+        f"a copy of {workload} on a nominee",
+        lambda tl: bool(tl.of(workload).where(Kind.COPY_CREATED)),
+        timeout=needed_placement_timeout(scenario),
+    )
+    scenario.observe_until(copied.of(workload).where(Kind.COPY_CREATED)[-1].t + SETTLE)
+    scenario.mark("deactivate", workload=workload)
+    workloads.deactivate(scenario.manager, workload)
+    released = scenario.wait_until(
+        f"{workload} evicted and its quota released",
+        lambda tl: (
+            any(not e.reserved for e in tl.of(workload).where(Kind.QUOTA_RESERVED))
+            and bool(tl.of(workload).where(Kind.EVICTED))
+        ),
+        timeout=60,
+    )
+    # as long as a round: a dispatcher acting on its own timer has acted by then too
+    since = released.of(workload).where(Kind.EVICTED)[-1].t
+    scenario.observe_until(since + max(10.0, min(round_timeout(scenario), 30.0)))
+    conforms(scenario)

@@ -4,12 +4,15 @@ the checkout, run from an empty directory, finds its profiles, suite and binary 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.e2e import installed
 from tests.e2e.mkdc_cli import assert_conforms
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.e2e
@@ -31,3 +34,24 @@ def test_the_installed_wheel_judges_from_an_empty_directory(
     assert report["environment"]["provider"] == "local"
     # nothing was read from, or written to, the checkout: the run's only traces are here
     assert sorted(p.name for p in empty.iterdir()) == ["report"]
+
+
+@pytest.mark.e2e
+def test_the_wheel_ships_the_kind_configurations_from_kind_configs(tmp_path: Path) -> None:
+    """kind-configs/ (their one source, at the checkout's top) is in the wheel as the data
+    of harness.kind_configs, and the installed kind provider reads it there."""
+    mkdc = installed.install(tmp_path / "install")
+    python = mkdc.parent / "python"
+    code = "from harness.providers.kind import CONFIG_DIR; print(CONFIG_DIR)"
+    found = subprocess.run(
+        [str(python), "-c", code],
+        cwd=tmp_path,
+        env=installed.environ(mkdc),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    shipped = Path(found)
+    assert (tmp_path / "install" / "venv") in shipped.parents, shipped
+    for config in sorted((ROOT / "kind-configs").glob("*.yaml")):
+        assert (shipped / config.name).read_text() == config.read_text(), config.name
