@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cluster import kueue_install, rundir, toolchain, versions
+from harness.cluster import kueue_install, rundir, upstream, versions
 from harness.cluster.environment import Environment
 from harness.errors import UserError
 from harness.providers import kind, kind_commands, kind_config, kind_node
@@ -80,7 +80,7 @@ def docker_down() -> str:
 
 
 @pytest.fixture
-def manifests(tmp_path: Path) -> toolchain.Manifests:
+def manifests(tmp_path: Path) -> upstream.Manifests:
     """A stand-in for the module cache: the files the kind provider reads."""
     root = tmp_path / "modcache"
     kueue_cfg = root / "kueue/config/components/manager/controller_manager_config.yaml"
@@ -107,7 +107,7 @@ def manifests(tmp_path: Path) -> toolchain.Manifests:
     crd = root / "autoscaler/provisioningrequests.yaml"
     crd.parent.mkdir(parents=True)
     crd.write_text("kind: CustomResourceDefinition\n")
-    return toolchain.Manifests(
+    return upstream.Manifests(
         kueue_crds=root / "kueue/crds",
         kueue_webhooks=root / "kueue/webhooks.yaml",
         kueue_dir=root / "kueue",
@@ -193,7 +193,7 @@ def test_kueue_configuration_keeps_release_defaults(manifests):
 
 def test_kueue_configuration_from_the_real_release():
     try:
-        man = toolchain.manifests(V)
+        man = upstream.manifests(V)
     except UserError as exc:
         pytest.skip(f"module cache unavailable: {exc}")
     cfg = kind_config.kueue_configuration(

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.cluster import toolchain
+from harness.cluster import builds
 from harness.errors import UserError
 from harness.profile import (
     DISPATCHER_ALL_AT_ONCE,
@@ -457,7 +457,7 @@ def test_go_build_fills_binary_with_the_cached_build_of_this_source(
     doc["spec"]["run"]["goBuild"] = "vendor-dispatcher"  # relative to the profile
     profile = load_profile(write(tmp_path, doc))  # not built yet, and that is fine here
     assert profile.run is not None and profile.run.go_build == module.resolve()
-    binary = toolchain.go_module_binary(module.resolve())
+    binary = builds.go_module_binary(module.resolve())
     assert binary.parent.parent == tmp_path / "cache" / "bin" and binary.name == module.name
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
@@ -468,9 +468,9 @@ def test_go_build_fills_binary_with_the_cached_build_of_this_source(
     ]
     assert profile.shown_command() == f"{binary} --config={tmp_path.resolve()}/settings.yaml"
     (module / "README.md").write_text("docs\n")
-    assert toolchain.go_module_binary(module.resolve()) == binary  # not a Go source
+    assert builds.go_module_binary(module.resolve()) == binary  # not a Go source
     (module / "main.go").write_text("package main\n\nfunc main() { println() }\n")
-    assert toolchain.go_module_binary(module.resolve()) != binary  # an edit is a new build
+    assert builds.go_module_binary(module.resolve()) != binary  # an edit is a new build
     # ... yet a run keeps the binary it built, whatever is edited while it runs
     built = replace(profile, run=replace(profile.run, built=binary))
     assert built.render_command("/kc")[0] == str(binary)

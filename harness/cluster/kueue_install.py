@@ -19,7 +19,7 @@ import yaml
 
 from harness.cluster import feature_gates
 from harness.cluster.kube import load_documents
-from harness.cluster.toolchain import Manifests
+from harness.cluster.upstream import Manifests
 
 NAMESPACE = "kueue-system"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"

@@ -15,7 +15,7 @@ from harness import templates
 from harness.cluster import kube
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.kueue_install import MULTIKUEUE_CONTROLLER, NAMESPACE
-from harness.cluster.toolchain import KUEUE_API_GROUP, KUEUE_API_VERSION
+from harness.cluster.upstream import KUEUE_API_GROUP, KUEUE_API_VERSION
 
 API = f"{KUEUE_API_GROUP}/{KUEUE_API_VERSION}"
 DEFAULT_NAME = "mkdc"

@@ -190,7 +190,7 @@ def judge(
             interrupted=ran.interrupted or None,
             report=str(report_dir / "report.yaml"),
         )
-    return say_verdict(report, summary, report_dir, ran.interrupted)
+    return say_verdict(report, summary, report_dir, ran.interrupted, opts.checks)
 
 
 def _fresh_report_dir(report_dir: Path, env: Environment, profile: str) -> dict[str, float]:

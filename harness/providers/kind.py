@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from harness.cluster import inventory, kueue_install, kwok, multikueue, rundir, toolchain
+from harness.cluster import inventory, kueue_install, kwok, multikueue, rundir, upstream
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.versions import Versions
 from harness.errors import UserError
@@ -141,7 +141,7 @@ class KindProvider:
         node_capacity: dict[str, str] | None = None,
         runner: Runner = subprocess_runner,
         which: Callable[[str], str | None] = shutil.which,
-        manifests: Callable[[Versions], toolchain.Manifests] = toolchain.manifests,
+        manifests: Callable[[Versions], upstream.Manifests] = upstream.manifests,
         wire: Callable[[Environment], None] = multikueue.wire,
         sleep: Callable[[float], None] = time.sleep,
         progress: Progress | None = None,
@@ -306,7 +306,7 @@ class KindProvider:
             worker_images=built.worker_images,
         )
 
-    def _resolve_write_mode(self, man: toolchain.Manifests) -> None:
+    def _resolve_write_mode(self, man: upstream.Manifests) -> None:
         """The same nominationWrites rules as the local provider, before any cluster exists."""
         minor = self.versions.kubernetes_minor
         self.write_mode = self.write_mode or kueue_install.default_write_mode(man, minor)
@@ -326,7 +326,7 @@ class KindProvider:
             for n in names
         ]
 
-    def _up(self, man: toolchain.Manifests) -> Environment:
+    def _up(self, man: upstream.Manifests) -> Environment:
         assert self.run_dir is not None
         clusters = self.plan_clusters(self.run_dir)
         present = set(self._run(Cmd(("kind", "get", "clusters"))).split())
@@ -427,7 +427,7 @@ class KindProvider:
         c.kubeconfig.write_text(yaml.safe_dump(kc))
         c.kubeconfig.chmod(0o600)
 
-    def _install(self, c: KindCluster, man: toolchain.Manifests, defaults: dict[str, Any]) -> None:
+    def _install(self, c: KindCluster, man: upstream.Manifests, defaults: dict[str, Any]) -> None:
         cfg = kueue_configuration(
             defaults,
             kueue_version=self.versions.kueue,

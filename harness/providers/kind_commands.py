@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from harness.cluster import kueue_install, toolchain
+from harness.cluster import kueue_install, upstream
 from harness.cluster.versions import Versions
 from harness.providers.kind_config import (
     CONTROL_PLANE,
@@ -159,7 +159,7 @@ def release_sources(v: Versions) -> Sources:
 def install_plan(
     c: KindCluster,
     v: Versions,
-    man: toolchain.Manifests,
+    man: upstream.Manifests,
     kueue_cfg: dict[str, Any],
     nodes: Sequence[dict[str, Any]] = (),
     extra_manifests: Sequence[Path] = (),

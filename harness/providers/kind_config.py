@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from harness.cluster import audit, kueue_install, multikueue, toolchain
+from harness.cluster import audit, kueue_install, multikueue, upstream
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 
@@ -217,7 +217,7 @@ def by_address(kc: dict[str, Any], address: str) -> dict[str, Any]:
     return kc
 
 
-def kwok_stages(man: toolchain.Manifests) -> str:
+def kwok_stages(man: upstream.Manifests) -> str:
     """The local provider's stages plus node heartbeats (kind runs a node lifecycle controller)."""
     node_dir = man.kwok_stages[0].parent.parent  # .../kustomize/stage/node
     files = [*man.kwok_stages, node_dir / "heartbeat-with-lease/node-heartbeat-with-lease.yaml"]

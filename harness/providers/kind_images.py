@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cluster import toolchain
+from harness.cluster import builds, gomodules, toolchain, upstream
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 
@@ -229,7 +229,7 @@ def kwok_image(v: Versions) -> Image:
 def node_binaries(v: Versions, progress: Progress) -> dict[str, Path]:
     """kubelet, kubeadm, kubectl, kube-proxy and kind (built once, then cached)."""
     node, kind, coredns = toolchain.node_components(v)
-    folders = toolchain.build_many([[node], [kind, coredns]], progress)
+    folders = builds.build_many([[node], [kind, coredns]], progress)
     return {name: folders[c.key] / name for c in (node, kind, coredns) for name in c.binaries}
 
 
@@ -292,8 +292,8 @@ def offline_manifests(v: Versions, work: Path) -> tuple[Path, Path]:
     """Kueue's and KWOK's install manifests, rendered from their modules (as their
     releases are) with the images built here; returns (kueue.yaml, kwok.yaml)."""
     kubectl = node_binary_path(v, "kubectl")
-    kueue_dir = toolchain.kueue_dir(v)
-    kwok_dir = toolchain.module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
+    kueue_dir = upstream.kueue_dir(v)
+    kwok_dir = gomodules.module_dir("sigs.k8s.io/kwok", f"v{v.kwok}")
     kueue = _render(
         kubectl,
         work / "kueue-manifests",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import toolchain
+from harness.cluster import gomodules, toolchain
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 from harness.providers import kind_images
@@ -111,7 +111,7 @@ def pause_binary(v: Versions) -> Path:
     if target.is_file():
         return target
     source = (
-        toolchain.module_dir("k8s.io/kubernetes", f"v{v.kubernetes}") / "build/pause/linux/pause.c"
+        gomodules.module_dir("k8s.io/kubernetes", f"v{v.kubernetes}") / "build/pause/linux/pause.c"
     )
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
@@ -353,7 +353,7 @@ def superseded_node_images(v: Versions, current: str, listed: list[str]) -> list
 
 
 def _kind_base_files(v: Versions) -> Path:
-    return toolchain.module_dir("sigs.k8s.io/kind", f"v{v.kind}") / "images/base/files"
+    return gomodules.module_dir("sigs.k8s.io/kind", f"v{v.kind}") / "images/base/files"
 
 
 def _lay_out_node(

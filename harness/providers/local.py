@@ -31,6 +31,7 @@ from harness.cluster import (
     pki,
     rundir,
     toolchain,
+    upstream,
     workloads,
 )
 from harness.cluster.environment import Environment
@@ -105,11 +106,11 @@ class LocalProvider:
         self.argv: dict[str, list[str]] = {}
         self.env: dict[str, dict[str, str]] = {}
         self.etcd_port = 0
-        self._checked: tuple[dict[str, Path], toolchain.Manifests, str] | None = None
+        self._checked: tuple[dict[str, Path], upstream.Manifests, str] | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
-    def check(self) -> tuple[dict[str, Path], toolchain.Manifests, str]:
+    def check(self) -> tuple[dict[str, Path], upstream.Manifests, str]:
         """The binaries and manifests a bring-up needs, and the write mode it uses (the
         profile's, or the versions' default) where they support it; UserError saying what
         is missing or wrong. Nothing is started or written; looked up once."""
@@ -117,9 +118,9 @@ class LocalProvider:
             self._checked = self._inputs()
         return self._checked
 
-    def _inputs(self) -> tuple[dict[str, Path], toolchain.Manifests, str]:
+    def _inputs(self) -> tuple[dict[str, Path], upstream.Manifests, str]:
         bins = self._binaries()
-        man = toolchain.manifests(self.versions)
+        man = upstream.manifests(self.versions)
         write_mode = self.write_mode or kueue_install.default_write_mode(
             man, self.versions.kubernetes_minor
         )
@@ -152,7 +153,7 @@ class LocalProvider:
             self.progress(f"bring-up failed; the components' logs are kept in {kept}")
             raise
 
-    def _up(self, bins: dict[str, Path], man: toolchain.Manifests) -> Environment:
+    def _up(self, bins: dict[str, Path], man: upstream.Manifests) -> Environment:
         assert self.run_dir is not None
         started = time.monotonic()
         names = [MANAGER, *self.worker_names]
@@ -282,7 +283,7 @@ class LocalProvider:
         self.dispatcher_name = dispatcher_name
         manager = self.clusters[MANAGER]
         dyn = kube.dynamic_client(kube.api_client(manager.kubeconfig))
-        self._write_kueue_config(manager, toolchain.manifests(self.versions), dyn)
+        self._write_kueue_config(manager, upstream.manifests(self.versions), dyn)
         self.interrupt(f"{MANAGER}-kueue", "stop")
         self.resume(f"{MANAGER}-kueue")
         # its webhook answers before its queue cache is filled: the environment's own queue
@@ -377,7 +378,7 @@ class LocalProvider:
         self,
         c: LocalCluster,
         bins: dict[str, Path],
-        man: toolchain.Manifests,
+        man: upstream.Manifests,
         ca: pki.CertificateAuthority,
     ) -> None:
         assert self.run_dir is not None
@@ -402,7 +403,7 @@ class LocalProvider:
         self._start_kueue(c, bins["kueue"], man, ca, dyn)
 
     def _start_worker_nodes(
-        self, c: LocalCluster, bins: dict[str, Path], man: toolchain.Manifests, dyn: Any
+        self, c: LocalCluster, bins: dict[str, Path], man: upstream.Manifests, dyn: Any
     ) -> None:
         self._start(f"{c.name}-scheduler", scheduler_command(c, bins["kube-scheduler"]))
         stages = c.dir / "kwok-stages.yaml"
@@ -431,7 +432,7 @@ class LocalProvider:
         self,
         c: LocalCluster,
         binary: Path,
-        man: toolchain.Manifests,
+        man: upstream.Manifests,
         ca: pki.CertificateAuthority,
         dyn: Any,
     ) -> None:
@@ -450,7 +451,7 @@ class LocalProvider:
         self._start(f"{c.name}-kueue", kueue_command(c, binary, config_path, cert_dir))
         self._wait(f"{c.name} kueue webhooks", lambda: self._probe_webhooks(c, dyn), 120)
 
-    def _write_kueue_config(self, c: LocalCluster, man: toolchain.Manifests, dyn: Any) -> Path:
+    def _write_kueue_config(self, c: LocalCluster, man: upstream.Manifests, dyn: Any) -> Path:
         """Kueue's Configuration for this cluster, as its file and its ConfigMap."""
         config = kueue_install.kueue_configuration(
             kueue_version=self.versions.kueue,
