@@ -111,16 +111,16 @@ def cmd_bins(args: argparse.Namespace) -> int:
 def _node_rootfs() -> None:
     """The kind node image's Debian rootfs, where this machine can make it (node_image says
     why not otherwise)."""
-    from harness.providers import kind_images
+    from harness.providers import kind_node
 
-    if kind_images.can_build_rootfs():
-        kind_images.debian_rootfs(log)
+    if kind_node.can_build_rootfs():
+        kind_node.debian_rootfs(log)
 
 
 def _kind_images(v: versions.Versions) -> None:
     """`mkdc bins --kind`: the kind provider's tools and its offline images, built before a
     run needs them (a first kind run would otherwise spend minutes building them)."""
-    from harness.providers import kind_images
+    from harness.providers import kind_images, kind_node
 
     started = time.monotonic()
     if _docker_engine() is None:
@@ -128,7 +128,7 @@ def _kind_images(v: versions.Versions) -> None:
             "--kind: no Docker engine answers: start one (scripts/docker-engine, as root, "
             "installs and starts the distribution's), then run mkdc bins --kind again"
         )
-    kind_images.node_image(v, log)
+    kind_node.node_image(v, log)
     kind_images.kueue_image(v)
     kind_images.kwok_image(v)
     log(f"kind tools and images ready in {time.monotonic() - started:.1f}s")
@@ -214,7 +214,7 @@ def _kind_readiness(v: versions.Versions) -> list[str]:
             "kind:     no Docker engine answers (for --provider kind: start yours, or run"
             " `sudo scripts/docker-engine` on Debian/Ubuntu)"
         ]
-    from harness.providers import kind_images
+    from harness.providers import kind_images, kind_node
 
     tools = [c for c in toolchain.node_components(v) if not toolchain.is_built(c)]
     if tools:
@@ -228,7 +228,7 @@ def _kind_readiness(v: versions.Versions) -> list[str]:
             " (apt-get install debootstrap), only kind's published one used"
         )
     if engine is not None:
-        tag = kind_images.node_tag(v)
+        tag = kind_node.node_tag(v)
         state = "built" if kind_images.docker_has(tag) else "not built yet (about 2 min, once)"
         lines.append(f"kind:     node image {tag}: {state}")
     return lines
@@ -391,9 +391,10 @@ def cmd_report_summary(args: argparse.Namespace) -> int:
 
 def cmd_profile_check(args: argparse.Namespace) -> int:
     """Validate a profile and say the plan a run would follow; no cluster, no build."""
+    from harness.orchestrate import explain
     from harness.orchestrate.options import Options
     from harness.orchestrate.plan import worker_names
-    from harness.profile import explain, load_profile
+    from harness.profile import load_profile
 
     profile = load_profile(args.profile)
     workers = worker_names(Options(profile=args.profile, workers=args.workers), profile)

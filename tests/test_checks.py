@@ -241,6 +241,12 @@ CASES = [
         .nominate(6, "w1"),
         "its MultiKueue check was Rejected",
     ),
+    Case(  # too big for the manager's quota: never reserved, never nominated
+        "CORE-10",
+        "waits-for-quota",
+        Story().created(0).nominate(0.2, "w1", writer="someone-else").mark(20),
+    ),
+    # quota at once, nothing else: no dispatcher had the time to get it wrong
     unclear("CORE-10", "never-left-pending", Story().quota_reserved(0.5).nominate(1, "w1")),
     # CORE-04 (expected w4: 3 rounds x 10s + 30s slack = 60s)
     Case(

@@ -199,7 +199,7 @@ def test_defaults_when_optional_sections_absent(tmp_path: Path) -> None:
         ("spec.run.command", ["x", "{kubconfig}"], "spec.run.command[1]", "{kubconfig}"),
         ("spec.run.command", ["{kubeconfig}"], "spec.run.command[0]", "{kubeconfig}"),
         ("spec.run.env", {"A": ["x"]}, "spec.run.env.A", "string"),
-        ("spec.run.replicas", 0, "spec.run.replicas", ">= 1"),
+        ("spec.run.replicas", 0, "spec.run.replicas", "at least 1"),
         ("spec.run.replicas", True, "spec.run.replicas", "integer"),
         ("spec.run.readyTimeout", "soon", "spec.run.readyTimeout", "not a positive duration"),
         ("spec.run.podEnvironment", "yes", "spec.run.podEnvironment", "true or false"),
@@ -271,7 +271,7 @@ def test_defaults_when_optional_sections_absent(tmp_path: Path) -> None:
             "spec.claims.maxConcurrentProvisioning",
             -1,
             "spec.claims.maxConcurrentProvisioning",
-            ">=",
+            "at least",
         ),
         ("spec.claims.ordering", "random", "spec.claims.ordering", "alphabetical"),
         (

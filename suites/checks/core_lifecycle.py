@@ -252,9 +252,9 @@ def not_pending_spans(tl: Timeline) -> list[tuple[float, float, str]]:
 def nominates_pending_work_only(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-10: no non-empty NOMINATION by the dispatcher (writer unknown, or a dispatcher
     identity) inside a span of `not_pending_spans`, later than observation_skew into it
-    (the dispatcher may have read the workload just before). Undecided when the workload,
-    once its quota was reserved, never stopped being pending while unplaced: nothing
-    tested the rule but the wait for the first reservation."""
+    (the dispatcher may have read the workload just before). Undecided when no span lasted
+    escalation_slack past that (the time a first nomination may take): no dispatcher had
+    the time to get it wrong."""
     spans = not_pending_spans(tl)
     problems = []
     for e in tl.where(Kind.NOMINATION):
@@ -267,8 +267,9 @@ def nominates_pending_work_only(tl: Timeline, b: Bounds) -> Verdict:
                     f"{who} nominated {joined(names(e))} at {at(e.t)} while {why} "
                     f"(since {at(start)})"
                 )
-    reserved = [e.t for e in tl.where(Kind.QUOTA_RESERVED) if e.reserved]
-    tested = [s for s in spans if reserved and s[0] > reserved[0]]
+    end = end_of(tl, b)
+    room = b.observation_skew + b.escalation_slack
+    tested = [s for s in spans if min(s[1], end) - s[0] >= room]
     measured = {
         "nominationsWhileNotPending": len(problems),
         "notPendingSpans": len(tested),
@@ -277,8 +278,8 @@ def nominates_pending_work_only(tl: Timeline, b: Bounds) -> Verdict:
         return Verdict.fail(problems, **measured)
     if not tested:
         return Verdict.unclear(
-            "the workload never stopped being pending MultiKueue work while unplaced "
-            "(no eviction, no quota released, no check leaving Pending)",
+            f"the workload was never unplaced and not pending MultiKueue work for {room:g}s "
+            "(no wait for quota, no eviction, no check leaving Pending)",
             **measured,
         )
     return Verdict.ok(**measured)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-
-from harness.recording.timeline import Kind
-from harness.scenarios import workloads
+from suites.checks.scenarios import conformance
 from suites.judge import conforms, needed_placement_timeout, placement_timeout, round_timeout
 
-SETTLE = 3.0  # seconds between a copy's creation and the deactivation: Kueue's reconciles done
+# units of the standard request: more than the manager ClusterQueue's whole quota
+TOO_BIG = 5000
 
 
-@pytest.mark.checks("CORE-03")
+@conformance("CORE-03")
 def test_no_nomination_after_placement(scenario):
     """A workload admitted on one worker is watched for a while after placement."""
     workers = scenario.workers(2)
@@ -22,7 +20,7 @@ def test_no_nomination_after_placement(scenario):
     conforms(scenario)
 
 
-@pytest.mark.checks("CORE-06")
+@conformance("CORE-06")
 def test_redispatch_after_eviction(scenario):
     """Placed on a worker, then preempted there by a local high-priority job: placed again."""
     workers = scenario.workers(2, why="one to be evicted from, one to go to")
@@ -40,7 +38,7 @@ def test_redispatch_after_eviction(scenario):
     conforms(scenario)
 
 
-@pytest.mark.checks("CORE-08")
+@conformance("CORE-08")
 def test_foreign_workloads_untouched(scenario):
     """A plain ClusterQueue workload on the manager, beside MultiKueue work, is never written."""
     workers = scenario.workers(1)
@@ -54,32 +52,15 @@ def test_foreign_workloads_untouched(scenario):
     conforms(scenario, foreign_workloads=frozenset({foreign}))
 
 
-@pytest.mark.checks("CORE-10")
+@conformance("CORE-10")
 def test_nominates_pending_work_only(scenario):
-    """Nominated while no worker has room, then deactivated on the manager (evicted, its
-    quota released, for good): left alone from then on."""
+    """A workload too big for the manager's ClusterQueue waits there without quota, beside
+    one that is placed: the waiting one is never nominated."""
     workers = scenario.workers(2)
-    scenario.with_workers(workers)  # no capacity anywhere: it stays pending
-    workload = scenario.submit("job")
-    # its copies made first: deactivated while MultiKueue is still making them, Kueue
-    # (v0.19.2) makes them again and starts the Job on both workers for half a second
-    copied = scenario.wait_until(
-        f"a copy of {workload} on a nominee",
-        lambda tl: bool(tl.of(workload).where(Kind.COPY_CREATED)),
-        timeout=needed_placement_timeout(scenario),
-    )
-    scenario.observe_until(copied.of(workload).where(Kind.COPY_CREATED)[-1].t + SETTLE)
-    scenario.mark("deactivate", workload=workload)
-    workloads.deactivate(scenario.manager, workload)
-    released = scenario.wait_until(
-        f"{workload} evicted and its quota released",
-        lambda tl: (
-            any(not e.reserved for e in tl.of(workload).where(Kind.QUOTA_RESERVED))
-            and bool(tl.of(workload).where(Kind.EVICTED))
-        ),
-        timeout=60,
-    )
+    scenario.with_workers(workers, capacity=dict.fromkeys(workers, 1))
+    scenario.submit("too-big", units=TOO_BIG)
+    placed = scenario.submit("job", run_for="20s")
+    scenario.wait_placed(placed, timeout=needed_placement_timeout(scenario))
     # as long as a round: a dispatcher acting on its own timer has acted by then too
-    since = released.of(workload).where(Kind.EVICTED)[-1].t
-    scenario.observe_until(since + max(10.0, min(round_timeout(scenario), 30.0)))
+    scenario.observe(max(10.0, min(round_timeout(scenario), 30.0)))
     conforms(scenario)

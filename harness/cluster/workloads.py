@@ -112,15 +112,3 @@ def wait_handed_to_multikueue(
             raise kube.NotYet("Kueue's Job webhook does not hand Jobs to MultiKueue yet")
 
     kube.wait_for("Kueue to hand Jobs to MultiKueue", managed, timeout=timeout)
-
-
-def deactivate(cluster: Cluster, key: str) -> None:
-    """Set a Workload inactive (`spec.active: false`), as a user stopping it does: Kueue
-    evicts it and releases its quota, and it stays so."""
-    namespace, name = key.split("/", 1)
-    cluster.resource(API, "Workload").patch(
-        name=name,
-        namespace=namespace,
-        body={"spec": {"active": False}},
-        content_type="application/merge-patch+json",
-    )
