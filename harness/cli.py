@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NoReturn
 
-from harness.cluster import faults, rundir, toolchain, versions
+from harness.cluster import builds, faults, rundir, toolchain, upstream, userns, versions
 from harness.console import log
 from harness.counts import MAX_COUNT, valid_count
 from harness.durations import parse_duration
@@ -92,13 +92,14 @@ def _selected(args: argparse.Namespace) -> versions.Versions:
 
 def cmd_bins(args: argparse.Namespace) -> int:
     v = _selected(args)
+    userns.require()  # a runner that cannot run what is built is said before the build
     log(f"binaries for {v.describe()} (cache: {toolchain.cache_dir()})")
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=1) as aside:
         # the kind node's rootfs downloads while the binaries compile
         rootfs = aside.submit(_node_rootfs) if args.kind else None
-        paths = toolchain.build_all(v, log, node=args.kind)
-        toolchain.manifests(v)
+        paths = builds.build_all(v, log, node=args.kind)
+        upstream.manifests(v)
         log(f"{len(paths)} binaries ready in {time.monotonic() - started:.1f}s")
         if rootfs is not None:
             rootfs.result()
@@ -110,16 +111,16 @@ def cmd_bins(args: argparse.Namespace) -> int:
 def _node_rootfs() -> None:
     """The kind node image's Debian rootfs, where this machine can make it (node_image says
     why not otherwise)."""
-    from harness.providers import kind_images
+    from harness.providers import kind_node
 
-    if kind_images.can_build_rootfs():
-        kind_images.debian_rootfs(log)
+    if kind_node.can_build_rootfs():
+        kind_node.debian_rootfs(log)
 
 
 def _kind_images(v: versions.Versions) -> None:
     """`mkdc bins --kind`: the kind provider's tools and its offline images, built before a
     run needs them (a first kind run would otherwise spend minutes building them)."""
-    from harness.providers import kind_images
+    from harness.providers import kind_images, kind_node
 
     started = time.monotonic()
     if _docker_engine() is None:
@@ -127,7 +128,7 @@ def _kind_images(v: versions.Versions) -> None:
             "--kind: no Docker engine answers: start one (scripts/docker-engine, as root, "
             "installs and starts the distribution's), then run mkdc bins --kind again"
         )
-    kind_images.node_image(v, log)
+    kind_node.node_image(v, log)
     kind_images.kueue_image(v)
     kind_images.kwok_image(v)
     log(f"kind tools and images ready in {time.monotonic() - started:.1f}s")
@@ -149,12 +150,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"{component.key:32} {state}  {toolchain.bin_dir(component)}")
         problems += not built
     try:
-        m = toolchain.manifests(v) if go else None
+        m = upstream.manifests(v) if go else None
         print(f"manifests: {'ok ' + str(m.kueue_dir) if m else 'unknown (needs go)'}")
     except UserError as exc:
         print(f"manifests: {exc}")
         problems += 1
     problems += _machine_readiness()
+    try:
+        refused = userns.probe()
+        print(f"userns:   {'ok' if refused is None else refused.line()}")
+        problems += refused is not None
+    except UserError as exc:  # no unshare: _machine_readiness said so
+        print(f"userns:   {exc}")
     for line in _kind_readiness(v):
         print(line)
     current = toolchain.cache_dir() / CURRENT
@@ -207,7 +214,7 @@ def _kind_readiness(v: versions.Versions) -> list[str]:
             "kind:     no Docker engine answers (for --provider kind: start yours, or run"
             " `sudo scripts/docker-engine` on Debian/Ubuntu)"
         ]
-    from harness.providers import kind_images
+    from harness.providers import kind_images, kind_node
 
     tools = [c for c in toolchain.node_components(v) if not toolchain.is_built(c)]
     if tools:
@@ -221,7 +228,7 @@ def _kind_readiness(v: versions.Versions) -> list[str]:
             " (apt-get install debootstrap), only kind's published one used"
         )
     if engine is not None:
-        tag = kind_images.node_tag(v)
+        tag = kind_node.node_tag(v)
         state = "built" if kind_images.docker_has(tag) else "not built yet (about 2 min, once)"
         lines.append(f"kind:     node image {tag}: {state}")
     return lines
@@ -253,7 +260,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     if running is not None:
         raise UserError(f"an environment is already running ({running}): run `mkdc down` first")
     v = _selected(args)
-    toolchain.build_kueue_source(v, log)
+    userns.require()
+    builds.build_kueue_source(v, log)
     provider = LocalProvider(
         v,
         workers=args.workers,
@@ -347,7 +355,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         runs = runplan.read(Path(args.plan), base, args.report_dir)
     else:
         runs = runplan.for_profiles(args.profile, base, args.report_dir)
+    userns.require()
     return exit_status(run_all(runs))
+
+
+def cmd_prepare(_args: argparse.Namespace) -> int:
+    userns.prepare(log)
+    return 0
 
 
 def cmd_report_verify(args: argparse.Namespace) -> int:
@@ -365,11 +379,22 @@ def cmd_report_verify(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def cmd_report_summary(args: argparse.Namespace) -> int:
+    from harness.report import summary
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UserError(f"report folder {shown_path(args.folder)} does not exist")
+    sys.stdout.write(summary.markdown(folder, args.artifact, args.artifact_url))
+    return 0
+
+
 def cmd_profile_check(args: argparse.Namespace) -> int:
     """Validate a profile and say the plan a run would follow; no cluster, no build."""
+    from harness.orchestrate import explain
     from harness.orchestrate.options import Options
     from harness.orchestrate.plan import worker_names
-    from harness.profile import explain, load_profile
+    from harness.profile import load_profile
 
     profile = load_profile(args.profile)
     workers = worker_names(Options(profile=args.profile, workers=args.workers), profile)
@@ -405,6 +430,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="say what is present, missing or wrong")
     _version_args(p)
     p.set_defaults(func=cmd_doctor)
+    p = sub.add_parser(
+        "prepare",
+        help="let this machine run mkdc as a non-root user: a user-namespace restriction"
+        " lifted with passwordless sudo (exit 2 with the fix when it cannot be)",
+    )
+    p.set_defaults(func=cmd_prepare)
     p = sub.add_parser("up", help="start an environment and leave it running")
     _version_args(p)
     p.add_argument("--provider", default="local", choices=["local"])
@@ -482,6 +513,13 @@ def build_parser() -> argparse.ArgumentParser:
     v = rsub.add_parser("verify", help="check a report as a submission gate would")
     v.add_argument("file")
     v.set_defaults(func=cmd_report_verify)
+    s = rsub.add_parser(
+        "summary", help="a run's verdict as Markdown, one row per check (a CI job's summary)"
+    )
+    s.add_argument("folder", help="a run's --report-dir")
+    s.add_argument("--artifact", default="", help="the name the report is kept under")
+    s.add_argument("--artifact-url", default="", help="a link to it")
+    s.set_defaults(func=cmd_report_summary)
     p = sub.add_parser("profile", help="work with profiles")
     psub = p.add_subparsers(dest="profile_command", required=True)
     c = psub.add_parser(

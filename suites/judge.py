@@ -7,17 +7,14 @@ result file per check for the report, and fails the test with every violation.
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
 
-from harness import results, userfiles
+from harness import results
 from harness.cluster import faults
-from harness.cluster.multikueue import API
 from harness.profile import Claims
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.results import Result, ScenarioResult
@@ -27,6 +24,7 @@ from harness.scenarios.session import Session, current
 from suites.actions import describe, exits_said
 from suites.checks import CATALOGUE, Bounds, Check, Verdict, every_timeline, run_check
 from suites.checks.verdict import at
+from suites.judgement import judgement
 from suites.scorecard import scorecard
 
 
@@ -71,11 +69,12 @@ def needed_placement_timeout(sc: Scenario, cluster: str | None = None) -> float:
 def skip_if_slow(sc: Scenario, seconds: float, limit: float | None = None) -> None:
     """Extended scenarios whose claimed timing needs longer than `limit` run only in the
     full run. A core check always runs: its scenario takes its timing from the claims."""
-    if any(CATALOGUE[c].feature is None for c in sc.checks):
+    checks = judgement(sc).checks
+    if any(CATALOGUE[c].feature is None for c in checks):
         return
     if seconds > (SLOW_LIMIT if limit is None else limit) and not current().full:
         record_skipped(
-            current(), list(sc.checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
+            current(), list(checks), f"needs {seconds:.0f}s: runs in the full run (--full)"
         )
         pytest.skip(f"needs {seconds:.0f}s of the claimed timing: full run only")
 
@@ -242,7 +241,8 @@ def round_timeout(sc: Scenario, default: float = 5.0) -> float:
 
 def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
     """The scenario's timeline satisfies these checks (default: the test's declared ones)."""
-    ids = list(check_ids or sc.checks)
+    record = judgement(sc)
+    ids = list(check_ids or record.checks)
     tl, b, origin = _observed(sc, **facts)
     failures = []
     for check_id in ids:
@@ -266,8 +266,8 @@ def conforms(sc: Scenario, *check_ids: str, **facts: Any) -> None:
             CATALOGUE[check_id], tl, b, workloads=sorted(set(sc.jobs.values()) - sc.foreign)
         )
         _record(sc, check_id, verdict, tl, b, origin)
-        if check_id in sc.failed:
-            failures.append(f"{check_id} {CATALOGUE[check_id].name}: {sc.failed[check_id]}")
+        if check_id in record.failed:
+            failures.append(f"{check_id} {CATALOGUE[check_id].name}: {record.failed[check_id]}")
     assert not failures, "\n".join(failures)
 
 
@@ -275,7 +275,7 @@ def judge_every_timeline(sc: Scenario) -> None:
     """Checks that hold on any timeline, recorded for every scenario that ran workloads."""
     if not sc.jobs:
         return
-    ids = [c for c in every_timeline() if c not in getattr(sc, "checks", [])]
+    ids = [c for c in every_timeline() if c not in judgement(sc).checks]
     tl, b, origin = _observed(sc)
     for check_id in ids:
         if _wanted(check_id):
@@ -315,21 +315,22 @@ def record_errored(sc: Scenario, error: str, *, timed_out: bool = False) -> None
     Each check not yet recorded is judged on what was recorded first: a violation it shows
     is `failed`. Otherwise see `settle`.
     """
+    record = judgement(sc)
     tl, b, origin = _observed(sc)
     keys = sorted(set(sc.jobs.values()) - sc.foreign)
-    pending = [c for c in sc.checks if c not in sc.recorded and _wanted(c)]
+    pending = [c for c in record.checks if c not in record.recorded and _wanted(c)]
     verdicts = {c: run_check(CATALOGUE[c], tl, b, workloads=keys) for c in pending}
     for check_id, verdict in verdicts.items():
         if not verdict.passed and not verdict.inconclusive:
             _record(sc, check_id, verdict, tl, b, origin)
     for check_id, verdict in verdicts.items():
         judged = verdict.passed and CATALOGUE[check_id].judges_what_came
-        if check_id not in sc.recorded and judged and sc.failed:
-            why = unseen(sc.failed, b.observed_until)
+        if check_id not in record.recorded and judged and record.failed:
+            why = unseen(record.failed, b.observed_until)
             _record(sc, check_id, verdict, tl, b, origin, result=Result.PASSED, why=why)
     for check_id, verdict in verdicts.items():
-        if check_id not in sc.recorded:
-            result, message = settle(check_id, error, timed_out, sc.failed, tl)
+        if check_id not in record.recorded:
+            result, message = settle(check_id, error, timed_out, record.failed, tl)
             quotes = result == Result.UNDECIDED and error in message
             _record(sc, check_id, verdict, tl, b, origin, result=result, why=message, quotes=quotes)
 
@@ -396,7 +397,8 @@ def _record(
     why: str = "",
     quotes: bool = False,
 ) -> None:
-    sc.recorded.add(check_id)
+    record = judgement(sc)
+    record.recorded.add(check_id)
     if result is None:
         result = (
             Result.PASSED
@@ -411,7 +413,7 @@ def _record(
         result, why = Result.UNDECIDED, f"{excuse}: not judged ({result}: {why or verdict.message})"
     actions = None
     if result == Result.FAILED:
-        sc.failed[check_id] = why or verdict.message
+        record.failed[check_id] = why or verdict.message
         own = sorted(set(sc.jobs.values()) - sc.foreign)
         actions = describe(tl, b, own, audited=_audited(sc), scenario=sc.name)
     _write(
@@ -481,7 +483,9 @@ def _with_context(sc: Scenario, message: str, tl: Timeline | None = None) -> str
     about the dispatcher's exits before the decision."""
     exited = "; ".join(exits_said(tl)) if tl is not None else ""
     notes = [
-        n for n in (sc.context_note, f"the dispatcher had exited: {exited}" if exited else "") if n
+        n
+        for n in (judgement(sc).note, f"the dispatcher had exited: {exited}" if exited else "")
+        if n
     ]
     return f"{message} ({'; '.join(notes)})" if message and notes else message
 
@@ -576,25 +580,3 @@ def record_left_behind(
     why = LEFT_BEHIND.format(scenario=scenario, seconds=seconds, left=left)
     for check_id in ids:
         _write(session, ScenarioResult(check_id, scenario, Result.UNDECIDED, why, seconds))
-
-
-def collect_artifacts(sc: Scenario) -> None:
-    """What a reader needs to see why a check failed, gathered before cleanup."""
-    out = current().report_dir / "artifacts" / sc.name
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "timeline.json").write_text(json.dumps(sc.timeline().to_list(), indent=1))
-    for cluster in sc.ctx.env.clusters:
-        docs = {}
-        for kind, ns in (("Workload", sc.ns), ("Event", sc.ns)):
-            api = API if kind == "Workload" else "v1"
-            try:
-                docs[kind] = cluster.resource(api, kind).get(namespace=ns).to_dict()["items"]
-            except Exception as exc:  # a cluster may be unreachable: say so in the artifact
-                docs[kind] = f"unavailable: {exc}"
-        (out / f"{cluster.name}.yaml").write_text(userfiles.dump_yaml(docs, sort_keys=False))
-    mk = {}
-    for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"):
-        items = sc.ctx.env.manager.resource(API, kind).get().to_dict()["items"]
-        mk[kind] = [i for i in items if i["metadata"]["name"].startswith(sc.name)]
-    (out / "multikueue.yaml").write_text(userfiles.dump_yaml(mk, sort_keys=False))
-    (out / "collected-at.txt").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -11,7 +11,7 @@ from harness.report import Finding
 from harness.results import ScenarioResult
 from suites import findings, scorecard
 from suites.checks import CATALOGUE, Bounds, Check, wanted_gates
-from suites.checks.scenarios import Decider, deciders
+from suites.checks.scenarios import Conformance, deciders
 
 
 class ConformanceSuite:
@@ -36,13 +36,13 @@ class ConformanceSuite:
         return Bounds.derive(dict(claims), (), dict(slacks or {})).report_timeouts()
 
     @functools.cached_property
-    def _deciders(self) -> dict[str, list[Decider]]:
+    def _deciders(self) -> dict[str, list[Conformance]]:
         return deciders(self.scenarios)
 
     def decided_by(self, check_id: str) -> str:
         """The scenario(s) deciding `check_id`, as file::test: its docstring's first line."""
         found = [
-            f"suites/conformance/{d.module}.py::{d.test}: {d.summary}"
+            f"suites/conformance/{d.module}.py::{d.test}: {d.description}"
             for d in self._deciders.get(check_id, [])
         ]
         if CATALOGUE[check_id].every_timeline:
@@ -53,11 +53,11 @@ class ConformanceSuite:
         """Whether a scenario deciding `check_id` runs alone (the burst, the restarts);
         None for a check no scenario of its own decides (judged on every timeline)."""
         found = self._deciders.get(check_id)
-        return any(d.alone for d in found) if found else None
+        return any(d.exclusive for d in found) if found else None
 
     def shared_scenarios(self, check_ids: Iterable[str]) -> int:
         """How many scenarios that share the environment decide any of `check_ids`."""
-        return len({d for c in check_ids for d in self._deciders.get(c, []) if not d.alone})
+        return len({d for c in check_ids for d in self._deciders.get(c, []) if not d.exclusive})
 
     def kueue_gates(self) -> Mapping[str, bool]:
         """The Kueue feature gates the checks need, in the state they need them."""

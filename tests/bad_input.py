@@ -34,7 +34,7 @@ from hypothesis import settings
 from kubernetes.config import kube_config
 
 from harness import cli
-from harness.cluster import toolchain
+from harness.cluster import builds, gomodules, upstream
 from harness.orchestrate import suite_run
 from harness.providers.existing import ExistingProvider
 from harness.providers.kind import KindProvider
@@ -68,8 +68,13 @@ def forbid_side_effects(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(LocalProvider, "_up", refuse("the local provider's bring-up"))
     mp.setattr(KindProvider, "_up", refuse("the kind provider's bring-up"))
     mp.setattr(ExistingProvider, "_require_crds", refuse("a connection to a real cluster"))
-    for name in ("build_all", "build_go_module", "manifests", "_run_go"):
-        mp.setattr(toolchain, name, refuse(f"toolchain.{name}"))
+    for module, name in (
+        (builds, "build_all"),
+        (builds, "build_go_module"),
+        (upstream, "manifests"),
+        (gomodules, "run_go"),
+    ):
+        mp.setattr(module, name, refuse(f"{module.__name__}.{name}"))
     mp.setattr(suite_run, "pytest", refuse("the suite"))
     mp.setattr(subprocess.Popen, "__init__", refuse("a child process"))
 

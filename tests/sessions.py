@@ -11,7 +11,7 @@ import pytest
 
 from harness.profile import load_profile
 from harness.recording.timeline import Event, Timeline
-from harness.scenarios.scenario import Context
+from harness.scenarios.context import Context
 from harness.scenarios.session import SESSION_ENV, Session
 
 

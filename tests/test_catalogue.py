@@ -1,6 +1,6 @@
-"""The catalogue against the scenarios: each check is decided by exactly one scenario's
-`@pytest.mark.checks(...)` marker (read with ast, no clusters), and lives in the check
-module of that scenario's area."""
+"""The catalogue against the scenarios: each check is decided by exactly one scenario
+declared with `@conformance(...)` (read from the values the modules declare, no
+clusters), and lives in the check module of that scenario's area."""
 
 from __future__ import annotations
 
@@ -15,11 +15,19 @@ from harness.recording.timeline import Timeline
 from harness.suite import load as load_suite
 from suites.checks import CATALOGUE, Bounds, Verdict, bounds_doc
 from suites.checks.catalogue import Check, catalogue_order, every_timeline, register
-from suites.checks.scenarios import CONFORMANCE, Decider, deciders, first_sentence, markers
+from suites.checks.scenarios import (
+    CONFORMANCE,
+    Conformance,
+    conformance,
+    deciders,
+    declared,
+    first_sentence,
+    scenarios,
+)
 
 
-def coverage_problems(found: Mapping[str, list[Decider]]) -> list[str]:
-    """What is wrong with `found` (deciders()): a check no marker (or several) names,
+def coverage_problems(found: Mapping[str, list[Conformance]]) -> list[str]:
+    """What is wrong with `found` (deciders()): a check no scenario (or several) decides,
     except the ones judged on every timeline, which may be named by any number; an ID
     that is not in the catalogue."""
     problems = [
@@ -36,7 +44,7 @@ def coverage_problems(found: Mapping[str, list[Decider]]) -> list[str]:
     return problems
 
 
-def _where(ds: list[Decider]) -> str:
+def _where(ds: list[Conformance]) -> str:
     return ", ".join(f"{d.module}.{d.test}" for d in ds)
 
 
@@ -73,17 +81,14 @@ def test_decision_points_are_declared_on_the_checks() -> None:
     ]
 
 
-def test_removed_marker_leaves_its_check_undecided(tmp_path: Path) -> None:
-    src = conformance_copy(tmp_path, "test_ordering", '@pytest.mark.checks("EXT-07")\n', "")
+def test_removed_declaration_leaves_its_check_undecided(tmp_path: Path) -> None:
+    src = conformance_copy(tmp_path, "test_ordering", '@conformance("EXT-07")\n', "")
     assert coverage_problems(deciders(src)) == ["EXT-07: no scenario decides it"]
 
 
-def test_check_named_by_two_markers_fails(tmp_path: Path) -> None:
+def test_check_decided_by_two_scenarios_fails(tmp_path: Path) -> None:
     src = conformance_copy(
-        tmp_path,
-        "test_resilience",
-        '@pytest.mark.checks("EXT-10")',
-        '@pytest.mark.checks("EXT-10", "EXT-07")',
+        tmp_path, "test_resilience", '@conformance("EXT-10"', '@conformance("EXT-10", "EXT-07"'
     )
     assert coverage_problems(deciders(src)) == [
         "EXT-07: decided by 2 scenarios: test_ordering.test_ordered_dispatch, "
@@ -91,65 +96,67 @@ def test_check_named_by_two_markers_fails(tmp_path: Path) -> None:
     ]
 
 
-def test_unknown_id_in_a_marker_fails(tmp_path: Path) -> None:
+def test_unknown_id_in_a_declaration_fails(tmp_path: Path) -> None:
     src = conformance_copy(
-        tmp_path,
-        "test_ordering",
-        '@pytest.mark.checks("EXT-07")',
-        '@pytest.mark.checks("EXT-07", "EXT-99")',
+        tmp_path, "test_ordering", '@conformance("EXT-07")', '@conformance("EXT-07", "EXT-99")'
     )
     assert coverage_problems(deciders(src)) == [
         "EXT-99: unknown check in test_ordering.test_ordered_dispatch"
     ]
 
 
-def test_checks_judged_on_every_timeline_need_no_marker(tmp_path: Path) -> None:
-    src = conformance_copy(tmp_path, "test_core_placement", '@pytest.mark.checks("CORE-01")\n', "")
+def test_checks_judged_on_every_timeline_need_no_scenario(tmp_path: Path) -> None:
+    src = conformance_copy(tmp_path, "test_core_placement", '@conformance("CORE-01")\n', "")
     assert "CORE-01" not in deciders(src)
     assert coverage_problems(deciders(src)) == []
 
 
 def test_deciders_read_the_scenarios() -> None:
     found = deciders()
-    escalation = Decider(
+    escalation = Conformance(
         "test_escalation",
         "test_timeout_escalation",
         "No worker has room until three escalations came (fewer where the config, step or "
         "time budget allow fewer); each escalation is judged on its own.",
+        ("EXT-05", "EXT-06"),
     )
     assert found["EXT-05"] == found["EXT-06"] == [escalation]
+    assert escalation.features == ("Escalation",)
     assert [d.module for d in found["CORE-09"]] == ["test_core_burst"]
-    assert not escalation.alone and all(d.alone for d in found["CORE-09"])
-    assert all(d.summary.endswith(".") for ds in found.values() for d in ds)
+    assert all(d.exclusive for d in found["CORE-09"])
+    assert all(d.description.endswith(".") for ds in found.values() for d in ds)
 
 
-def test_markers_parse_one_source() -> None:
+def test_a_declaration_is_one_value_pytest_and_the_planner_read(tmp_path: Path) -> None:
     source = '''
-import pytest
+from suites.checks.scenarios import conformance
 
-@pytest.mark.exclusive
-@pytest.mark.checks("CORE-03", "EXT-01")
+@conformance("CORE-03", "EXT-01", exclusive=True, needs="faults")
 def test_a(scenario):
     """First sentence here. Second one
     is not part of it."""
 
-def test_unmarked(scenario):
-    """No marker."""
-
-@pytest.mark.checks("CORE-04")
-async def test_b(scenario):
-    pass
+def test_undeclared(scenario):
+    """Not a conformance scenario."""
 '''
-    assert markers(source, "test_x") == [
-        (Decider("test_x", "test_a", "First sentence here.", alone=True), ("CORE-03", "EXT-01")),
-        (Decider("test_x", "test_b", ""), ("CORE-04",)),
-    ]
+    (tmp_path / "test_x.py").write_text(source)
+    (value,) = scenarios(tmp_path)
+    assert value == Conformance(
+        "test_x",
+        "test_a",
+        "First sentence here.",
+        ("CORE-03", "EXT-01"),
+        exclusive=True,
+        needs="faults",
+    )
 
+    @conformance("CORE-04", own_clusters=True, slow=True)
+    def test_b(scenario: object) -> None: ...
 
-def test_marker_with_a_computed_id_is_refused() -> None:
-    source = 'import pytest\nIDS = ["CORE-01"]\n@pytest.mark.checks(*IDS)\ndef test_a(): ...\n'
-    with pytest.raises(ValueError, match="test_x.test_a"):
-        markers(source, "test_x")
+    said = declared(test_b)
+    assert said is not None and said.checks == ("CORE-04",) and said.own_clusters
+    marks = {m.name: m.args for m in getattr(test_b, "pytestmark", [])}  # where pytest keeps them
+    assert marks == {"checks": ("CORE-04",), "own_clusters": (), "slow": ()}
 
 
 def test_first_sentence() -> None:

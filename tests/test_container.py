@@ -71,7 +71,7 @@ def test_the_built_in_image_profile_builds_the_go_example(tmp_path: Path) -> Non
     [
         ({"image": "Has Spaces:v1"}, "spec.run.image", "not an image reference"),
         ({"image": ""}, "spec.run.image", "not an image reference"),
-        ({"image": 3}, "spec.run.image", "must be a string, got int"),
+        ({"image": 3}, "spec.run.image", "must be a string or null, got 3"),
         ({"args": ["x", "--kubeconfig={kubeconfig}"]}, "spec.run.args[1]", "no meaning"),
         ({"env": {"KUBECONFIG": "{kubeconfig}"}}, "spec.run.env.KUBECONFIG", "no meaning"),
         ({"env": {"C": "{profile_dir}/missing.yaml"}}, "spec.run.env.C", "must name a file"),

@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from harness.cluster import sandbox
+from harness.cluster.probes import Probe
 from harness.errors import UserError
 from harness.orchestrate.dispatcher import downward_api, volumes
 from harness.orchestrate.options import Options
 from harness.orchestrate.plan import plan
 from harness.profile import deploy, load_profile
-from harness.profile.deploy import Probe
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "dispatchers" / "example-go" / "deploy"
 PROFILES = Path(__file__).resolve().parents[1] / "dispatchers" / "profiles"

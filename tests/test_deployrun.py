@@ -17,8 +17,8 @@ from harness.errors import UserError
 from harness.orchestrate import deployrun
 from harness.orchestrate.dispatcher import DispatcherRunner
 from harness.profile import load_profile
-from harness.providers import kind
-from harness.recording.recorder import audit_events, per_pod_user, pod_of
+from harness.providers import kind_config
+from harness.recording.audit_log import audit_events, per_pod_user, pod_of
 from harness.recording.timeline import Kind
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,14 +205,16 @@ def test_the_kind_manager_keeps_an_audit_log(tmp_path: Path) -> None:
     from harness.cluster import versions
 
     v = versions.select(None, None, None)
-    cfg = kind.render_kind_config("manager", v, audit_dir=tmp_path)
+    cfg = kind_config.render_kind_config("manager", v, audit_dir=tmp_path)
     [node] = cfg["nodes"]
-    assert node["extraMounts"] == [{"hostPath": str(tmp_path), "containerPath": kind.AUDIT_DIR}]
+    assert node["extraMounts"] == [
+        {"hostPath": str(tmp_path), "containerPath": kind_config.AUDIT_DIR}
+    ]
     patch = yaml.safe_load(cfg["kubeadmConfigPatches"][-1])
     args = {a["name"]: a["value"] for a in patch["apiServer"]["extraArgs"]}
-    assert args["audit-log-path"] == f"{kind.AUDIT_DIR}/audit.log"
-    assert "extraMounts" not in kind.render_kind_config("worker", v)["nodes"][0]
-    rules = kind.audit_policy()["rules"]
+    assert args["audit-log-path"] == f"{kind_config.AUDIT_DIR}/audit.log"
+    assert "extraMounts" not in kind_config.render_kind_config("worker", v)["nodes"][0]
+    rules = kind_config.audit_policy()["rules"]
     kueue = [r for r in rules if r.get("users")]
     assert kueue == [
         {"level": "None", "users": ["system:serviceaccount:kueue-system:kueue-controller-manager"]}
@@ -326,7 +328,7 @@ def test_a_container_restarted_at_start_fails_the_start(
 
 def test_the_plan_on_kind_says_the_folder_is_applied_as_written() -> None:
     from harness import suite
-    from harness.profile import explain
+    from harness.orchestrate import explain
 
     profile = load_profile(ROOT / "dispatchers/profiles/example-go-deploy-ha.yaml")
     catalogue = suite.load().catalogue

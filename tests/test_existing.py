@@ -12,12 +12,13 @@ from kubernetes.dynamic import DynamicClient
 from urllib3 import HTTPConnectionPool
 from urllib3.exceptions import MaxRetryError
 
+from harness.cluster import kueue_install
 from harness.cluster.environment import Cluster
+from harness.cluster.inventory import RUN_LABEL
 from harness.cluster.multikueue import API
 from harness.errors import UserError
 from harness.providers import existing
 from harness.providers.existing import ExistingProvider, image_version, parse_cluster_args
-from harness.scenarios.inventory import RUN_LABEL
 from tests.test_inventory import FakeDyn, obj
 
 DISPATCHER = "mkdc.example/reference"
@@ -40,8 +41,8 @@ def config_map(dispatcher: str | None = DISPATCHER, version: str | None = None) 
     cfg: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
     if dispatcher:
         cfg["multiKueue"] = {"dispatcherName": dispatcher}
-    cm = obj("v1", "ConfigMap", existing.CONFIG_MAP, "kueue-system")
-    cm["data"] = {existing.CONFIG_KEY: yaml.safe_dump(cfg)}
+    cm = obj("v1", "ConfigMap", kueue_install.CONFIG_MAP, "kueue-system")
+    cm["data"] = {kueue_install.CONFIG_KEY: yaml.safe_dump(cfg)}
     if version:
         cm["metadata"]["labels"] = {existing.VERSION_LABEL: version}
     return cm

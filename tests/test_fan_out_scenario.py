@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 from harness.scenarios.scenario import Scenario
-from suites import judge
+from suites import judge, judgement
 from suites.conformance import test_fan_out as fan_out
 from tests.sessions import FrozenRecorder, offline_context, use_session
 from tests.timelines import Story
@@ -34,7 +34,7 @@ class Offline(Scenario):
         recorder = FrozenRecorder()
         super().__init__(offline_context(recorder), "sc")
         self.started = recorder.started
-        self.checks = ["EXT-02"]
+        judgement.judging(self, ["EXT-02"])
         self.autoscaler = Autoscaler()
         recorder.events = [Event(recorder.started + 1, MANAGER, Kind.WORKLOAD_CREATED, KEY)]
         recorder.events += [
@@ -45,7 +45,7 @@ class Offline(Scenario):
     def workers(self, n: int | None = None, **_: Any) -> list[str]:
         return ["w1", "w2"]
 
-    def with_workers(self, workers: Any, **_: Any) -> Scenario:
+    def with_workers(self, workers: Any, **_: Any) -> Self:
         self.members = {f"sc-{w}": w for w in workers}
         self.order = list(self.members)
         return self

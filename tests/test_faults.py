@@ -175,7 +175,7 @@ def test_a_scenarios_setup_waits_for_a_cluster_whose_apiserver_restarts():
     import urllib3
     from kubernetes.client.rest import ApiException
 
-    from harness.scenarios import scenario
+    from harness.scenarios import documents
 
     calls: list[int] = []
 
@@ -185,7 +185,7 @@ def test_a_scenarios_setup_waits_for_a_cluster_whose_apiserver_restarts():
             raise urllib3.exceptions.MaxRetryError(None, "/", "connection refused")  # type: ignore[arg-type]
         return "applied"
 
-    assert scenario.WHEN_REACHABLE(apply, None, {}) == "applied" and len(calls) == 3
+    assert documents.WHEN_REACHABLE(apply, None, {}) == "applied" and len(calls) == 3
 
     def refused(dyn: Any, doc: dict[str, Any]) -> str:
         calls.append(1)
@@ -193,5 +193,5 @@ def test_a_scenarios_setup_waits_for_a_cluster_whose_apiserver_restarts():
 
     calls.clear()
     with pytest.raises(ApiException):  # a refusal is the scenario's to see, at once
-        scenario.WHEN_REACHABLE(refused, None, {})
+        documents.WHEN_REACHABLE(refused, None, {})
     assert len(calls) == 1

@@ -11,10 +11,10 @@ from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
+from harness.cluster import inventory
 from harness.cluster.environment import Cluster, Environment
+from harness.cluster.inventory import RUN_LABEL
 from harness.cluster.multikueue import API
-from harness.scenarios import inventory
-from harness.scenarios.inventory import RUN_LABEL
 
 
 class _Result:

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cluster import kueue_install, rundir, toolchain, versions
+from harness.cluster import kueue_install, rundir, upstream, versions
 from harness.cluster.environment import Environment
 from harness.errors import UserError
-from harness.providers import kind, kind_images
-from harness.providers.kind import Cmd, KindCluster, KindProvider, Result
+from harness.providers import kind, kind_commands, kind_config, kind_node
+from harness.providers.kind import KindProvider
+from harness.providers.kind_commands import Cmd, KindCluster, Result
 
 V = versions.select("0.19.2")
 V17 = versions.select("0.17.1")
@@ -79,7 +80,7 @@ def docker_down() -> str:
 
 
 @pytest.fixture
-def manifests(tmp_path: Path) -> toolchain.Manifests:
+def manifests(tmp_path: Path) -> upstream.Manifests:
     """A stand-in for the module cache: the files the kind provider reads."""
     root = tmp_path / "modcache"
     kueue_cfg = root / "kueue/config/components/manager/controller_manager_config.yaml"
@@ -106,7 +107,7 @@ def manifests(tmp_path: Path) -> toolchain.Manifests:
     crd = root / "autoscaler/provisioningrequests.yaml"
     crd.parent.mkdir(parents=True)
     crd.write_text("kind: CustomResourceDefinition\n")
-    return toolchain.Manifests(
+    return upstream.Manifests(
         kueue_crds=root / "kueue/crds",
         kueue_webhooks=root / "kueue/webhooks.yaml",
         kueue_dir=root / "kueue",
@@ -152,7 +153,7 @@ def make(manifests, runner=None, *, tools=("kind", "docker", "kubectl"), **kw) -
 @pytest.mark.parametrize("role", ["manager", "worker"])
 @pytest.mark.parametrize("v", [V, V17])
 def test_kind_configs_pin_the_node_image(role, v):
-    cfg = kind.render_kind_config(role, v)
+    cfg = kind_config.render_kind_config(role, v)
     assert cfg["kind"] == "Cluster" and cfg["apiVersion"] == "kind.x-k8s.io/v1alpha4"
     assert [n["image"] for n in cfg["nodes"]] == [f"kindest/node:v{v.kubernetes}"]
     assert cfg["networking"]["apiServerAddress"] == "127.0.0.1"
@@ -160,12 +161,12 @@ def test_kind_configs_pin_the_node_image(role, v):
 
 def test_missing_kind_config_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="kind config .*manager.yaml is missing"):
-        kind.render_kind_config("manager", V, tmp_path)
+        kind_config.render_kind_config("manager", V, tmp_path)
 
 
 def test_kueue_configuration_keeps_release_defaults(manifests):
     defaults = kueue_install.release_defaults(manifests)
-    cfg = kind.kueue_configuration(
+    cfg = kind_config.kueue_configuration(
         defaults,
         kueue_version="0.19.2",
         manager=True,
@@ -186,16 +187,16 @@ def test_kueue_configuration_keeps_release_defaults(manifests):
     assert cfg["multiKueue"]["dispatcherName"] == DISPATCHER
     assert cfg["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 2}
     assert defaults["integrations"]["frameworks"] == ["batch/job", "pod", "deployment"]
-    worker = kind.kueue_configuration(defaults, kueue_version="0.19.2", manager=False)
+    worker = kind_config.kueue_configuration(defaults, kueue_version="0.19.2", manager=False)
     assert "multiKueue" not in worker and worker["leaderElection"]["leaderElect"] is True
 
 
 def test_kueue_configuration_from_the_real_release():
     try:
-        man = toolchain.manifests(V)
+        man = upstream.manifests(V)
     except UserError as exc:
         pytest.skip(f"module cache unavailable: {exc}")
-    cfg = kind.kueue_configuration(
+    cfg = kind_config.kueue_configuration(
         kueue_install.release_defaults(man),
         kueue_version=V.kueue,
         manager=True,
@@ -217,20 +218,20 @@ def test_config_map_carries_config_and_version():
         "namespace": "kueue-system",
         "labels": {"app.kubernetes.io/version": "v0.19.2"},
     }
-    cfg = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+    cfg = yaml.safe_load(cm["data"][kueue_install.CONFIG_KEY])
     assert cfg["multiKueue"]["dispatcherName"] == "d"
 
 
 def test_config_hash_changes_only_with_the_config():
-    a = kind.config_hash({"a": 1, "b": {"c": 2}})
-    assert a == kind.config_hash({"b": {"c": 2}, "a": 1})
-    assert a != kind.config_hash({"a": 2, "b": {"c": 2}})
+    a = kind_config.config_hash({"a": 1, "b": {"c": 2}})
+    assert a == kind_config.config_hash({"b": {"c": 2}, "a": 1})
+    assert a != kind_config.config_hash({"a": 2, "b": {"c": 2}})
 
 
 def test_worker_kubeconfig_internal_for_kueue_external_for_us():
     ext = yaml.safe_load(kind_kubeconfig("mkdc-worker1", internal=False))
     internal = yaml.safe_load(kind_kubeconfig("mkdc-worker1", internal=True))
-    kc = kind.merged_kubeconfig("internal", {"external": ext, "internal": internal})
+    kc = kind_config.merged_kubeconfig("internal", {"external": ext, "internal": internal})
     assert kc["current-context"] == "internal"
     servers = {c["name"]: c["cluster"]["server"] for c in kc["clusters"]}
     assert servers == {
@@ -249,11 +250,11 @@ def test_install_plan_for_a_worker(tmp_path, manifests):
     c = KindCluster("worker1", "mkdc-worker1", "worker", tmp_path)
     cfg = {"kind": "Configuration", "x": 1}
     nodes = [{"kind": "Node", "metadata": {"name": "n1"}}]
-    plan = kind.install_plan(c, V, manifests, cfg, nodes)
+    plan = kind_commands.install_plan(c, V, manifests, cfg, nodes)
     k = f"kubectl --kubeconfig {tmp_path}/worker1.kubeconfig --context external"
     apply = f"{k} apply --server-side --force-conflicts"
-    pinned = json.dumps(kind.pin_patch(kind.config_hash(cfg)), sort_keys=True)
-    kwok_pinned = json.dumps(kind.pin_patch(), sort_keys=True)
+    pinned = json.dumps(kind_config.pin_patch(kind_config.config_hash(cfg)), sort_keys=True)
+    kwok_pinned = json.dumps(kind_config.pin_patch(), sort_keys=True)
     taint = "node-role.kubernetes.io/control-plane=:NoSchedule"
     assert [" ".join(cmd.argv) for cmd in plan] == [
         f"{apply} -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.19.2/manifests.yaml",
@@ -275,14 +276,14 @@ def test_install_plan_for_a_worker(tmp_path, manifests):
     stages = [d["metadata"]["name"] for d in yaml.safe_load_all(plan[4].stdin or "")]
     assert stages == ["node-initialize", "pod-ready", "node-heartbeat-with-lease"]
     cm = yaml.safe_load(plan[5].stdin or "")
-    assert cm["kind"] == "ConfigMap" and yaml.safe_load(cm["data"][kind.KUEUE_CONFIG_KEY]) == cfg
+    assert cm["kind"] == "ConfigMap" and yaml.safe_load(cm["data"][kueue_install.CONFIG_KEY]) == cfg
     assert list(yaml.safe_load_all(plan[11].stdin or "")) == nodes
     assert plan[-1].attempts > 1 and "ClusterQueue" in (plan[-1].stdin or "")
 
 
 def test_install_plan_for_the_manager_has_no_kwok_and_no_taint(tmp_path, manifests):
     c = KindCluster("manager", "mkdc-manager", "manager", tmp_path)
-    lines = [" ".join(cmd.argv) for cmd in kind.install_plan(c, V, manifests, {"a": 1})]
+    lines = [" ".join(cmd.argv) for cmd in kind_commands.install_plan(c, V, manifests, {"a": 1})]
     assert len(lines) == 8
     assert not [line for line in lines if "kwok" in line or " taint " in line]
     assert any("patch deployment kueue-controller-manager" in line for line in lines)
@@ -290,11 +291,11 @@ def test_install_plan_for_the_manager_has_no_kwok_and_no_taint(tmp_path, manifes
 
 
 def test_pin_patch_keeps_kueue_and_kwok_on_the_real_node():
-    spec = kind.pin_patch("abc")["spec"]["template"]
-    assert spec["metadata"]["annotations"] == {kind.HASH_ANNOTATION: "abc"}
+    spec = kind_config.pin_patch("abc")["spec"]["template"]
+    assert spec["metadata"]["annotations"] == {kind_config.HASH_ANNOTATION: "abc"}
     assert spec["spec"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
     assert spec["spec"]["tolerations"][0]["effect"] == "NoSchedule"
-    assert "metadata" not in kind.pin_patch()["spec"]["template"]
+    assert "metadata" not in kind_config.pin_patch()["spec"]["template"]
 
 
 # ----------------------------------------------------------------- executor
@@ -317,7 +318,7 @@ def test_up_in_ci_mode_creates_installs_wires_and_down_deletes(manifests):
     assert "kind get kubeconfig --internal --name mkdc-manager" not in lines
     # the manager's Kueue gets the profile's dispatcher and extra; workers neither
     cms = [yaml.safe_load(c.stdin or "") for c in runner.cmds if "--field-manager=mkdc" in c.argv]
-    configs = [yaml.safe_load(cm["data"][kind.KUEUE_CONFIG_KEY]) for cm in cms]
+    configs = [yaml.safe_load(cm["data"][kueue_install.CONFIG_KEY]) for cm in cms]
     assert configs[0]["multiKueue"]["dispatcherName"] == DISPATCHER
     assert configs[0]["featureGates"] == {"MultiKueueBatchJobWithManagedBy": True}
     assert all("multiKueue" not in cfg and "featureGates" not in cfg for cfg in configs[1:])
@@ -503,12 +504,15 @@ def test_a_refusal_is_not_made_again_and_the_busy_retries_end(manifests):
     busy = BusyServer(99, "Error from server (ServiceUnavailable): etcd is busy\n")
     with pytest.raises(UserError, match="ServiceUnavailable"):
         make(manifests, busy, workers=1).up()
-    assert len([line for line in busy.lines() if KUEUE_MANIFEST in line]) == kind.TRANSIENT_ATTEMPTS
+    assert (
+        len([line for line in busy.lines() if KUEUE_MANIFEST in line])
+        == kind_commands.TRANSIENT_ATTEMPTS
+    )
 
 
 def test_every_kind_cluster_runs_etcd_without_fsync():
     for role in ("manager", "worker"):
-        patches = kind.render_kind_config(role, V, built=True)["kubeadmConfigPatches"]
+        patches = kind_config.render_kind_config(role, V, built=True)["kubeadmConfigPatches"]
         etcd = [yaml.safe_load(p) for p in patches if "extraArgs" in p]
         assert etcd[0]["etcd"]["local"]["extraArgs"] == [
             {"name": "unsafe-no-fsync", "value": "true"}
@@ -561,7 +565,7 @@ def test_merge_patch_mode_turns_on_kueues_gate_on_the_manager(manifests):
     env = p.up()
     p.down()
     cms = [yaml.safe_load(c.stdin or "") for c in runner.cmds if "--field-manager=mkdc" in c.argv]
-    manager_cfg = yaml.safe_load(cms[0]["data"][kind.KUEUE_CONFIG_KEY])
+    manager_cfg = yaml.safe_load(cms[0]["data"][kueue_install.CONFIG_KEY])
     assert manager_cfg["featureGates"]["WorkloadRequestUseMergePatch"] is True
     assert env.nomination_write_mode == "merge-patch"
 
@@ -572,7 +576,7 @@ def fake_built(tmp_path: Path):
         kueue_yaml, kwok_yaml = work / "kueue.yaml", work / "kwok.yaml"
         kueue_yaml.write_text("kind: Deployment\n")
         kwok_yaml.write_text("kind: Deployment\n")
-        return kind_images.Built(
+        return kind_node.Built(
             node_image="mkdc.local/kind-node:v1.36.3-abc",
             kueue_manifest=kueue_yaml,
             kwok_manifest=kwok_yaml,
@@ -631,9 +635,9 @@ def test_auto_images_are_built_only_when_the_registry_is_out_of_reach(tmp_path, 
 
 
 def test_release_images_keep_kinds_node_image_and_add_no_built_patches():
-    cfg = kind.render_kind_config("worker", V, cgroup_v1=False)
+    cfg = kind_config.render_kind_config("worker", V, cgroup_v1=False)
     assert cfg["nodes"][0]["image"] == "kindest/node:v1.36.2"
-    assert cfg.get("kubeadmConfigPatches") == [kind.ETCD_NO_FSYNC_PATCH]
+    assert cfg.get("kubeadmConfigPatches") == [kind_config.ETCD_NO_FSYNC_PATCH]
     assert "disableDefaultCNI" not in cfg.get("networking", {})
 
 
@@ -644,7 +648,7 @@ def test_unknown_images_mode_is_one_line():
 
 def test_by_address_replaces_only_the_host():
     kc = {"clusters": [{"cluster": {"server": "https://mkdc-worker1-control-plane:6443"}}]}
-    assert kind.by_address(kc, "172.18.0.9")["clusters"][0]["cluster"]["server"] == (
+    assert kind_config.by_address(kc, "172.18.0.9")["clusters"][0]["cluster"]["server"] == (
         "https://172.18.0.9:6443"
     )
 

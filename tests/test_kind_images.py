@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import versions
-from harness.providers import kind_images
+from harness.providers import kind_images, kind_node
 from harness.providers.kind_images import Layer
 
 V = versions.select("0.19.2")
@@ -77,18 +77,18 @@ def test_a_static_binary_brings_nothing(tmp_path):
 
 
 def test_the_node_tag_follows_the_versions_and_the_recipe(monkeypatch):
-    tag = kind_images.node_tag(V)
+    tag = kind_node.node_tag(V)
     assert tag.startswith("mkdc.local/kind-node:v1.36.2-")
-    assert kind_images.node_tag(versions.select("0.17.1")) != tag
+    assert kind_node.node_tag(versions.select("0.17.1")) != tag
     monkeypatch.setattr(kind_images, "RECIPE", kind_images.RECIPE + "x")
-    assert kind_images.node_tag(V) != tag
+    assert kind_node.node_tag(V) != tag
 
 
 def test_the_bridge_is_a_single_node_pod_network_that_masquerades():
-    bridge = kind_images.BRIDGE_CNI["plugins"][0]
+    bridge = kind_node.BRIDGE_CNI["plugins"][0]
     assert bridge["type"] == "bridge" and bridge["ipMasq"] is True
     assert bridge["ipam"]["ranges"] == [[{"subnet": "10.244.0.0/24"}]]  # kind's first node range
-    assert {p["type"] for p in kind_images.BRIDGE_CNI["plugins"]} == {
+    assert {p["type"] for p in kind_node.BRIDGE_CNI["plugins"]} == {
         "bridge",
         "portmap",
         "loopback",
@@ -97,14 +97,14 @@ def test_the_bridge_is_a_single_node_pod_network_that_masquerades():
 
 def test_a_new_node_image_supersedes_only_its_own_versions_earlier_builds():
     repo = f"{kind_images.LOCAL_REPO}/kind-node"
-    current = kind_images.node_tag(V)
+    current = kind_node.node_tag(V)
     listed = [
         current,
         f"{repo}:v{V.kubernetes}-0123456789ab",  # an earlier recipe: removed
         f"{repo}:v1.35.4-0123456789ab",  # another version: kept
         f"{repo}:v{V.kubernetes}0-0123456789ab",  # v1.36.30, say: kept
     ]
-    assert kind_images.superseded_node_images(V, current, listed) == [
+    assert kind_node.superseded_node_images(V, current, listed) == [
         f"{repo}:v{V.kubernetes}-0123456789ab"
     ]
 

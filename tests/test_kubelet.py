@@ -12,8 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from harness.cluster import probes
+from harness.cluster.probes import Probe
 from harness.orchestrate.kubelet import Kubelet
-from harness.profile.deploy import Pod, Probe, Resources
+from harness.profile.deploy import Pod, Resources
 
 
 class Health(http.server.BaseHTTPRequestHandler):

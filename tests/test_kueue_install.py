@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import kueue_install, toolchain, versions
+from harness.cluster import kueue_install, upstream, versions
 from harness.cluster.kube import load_documents
 
 
 @pytest.fixture(scope="module")
-def manifests() -> toolchain.Manifests:
-    return toolchain.manifests(versions.select("0.19.2"))
+def manifests() -> upstream.Manifests:
+    return upstream.manifests(versions.select("0.19.2"))
 
 
 def test_configuration_disables_what_needs_a_pod(tmp_path: Path):

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.cluster import toolchain, versions
+from harness.cluster import upstream, versions
 from harness.errors import UserError
 from harness.providers import local
 from harness.providers.local import LocalProvider, keep_logs
@@ -42,7 +42,7 @@ def test_a_component_that_dies_at_start_leaves_its_log_where_the_error_says(
     etcd.chmod(0o755)
     monkeypatch.setattr(LocalProvider, "_binaries", lambda _self: {"etcd": etcd})
     # a Kueue tree without a feature table: no gate known, none set
-    monkeypatch.setattr(toolchain, "manifests", lambda _v: SimpleNamespace(kueue_dir=tmp_path))
+    monkeypatch.setattr(upstream, "manifests", lambda _v: SimpleNamespace(kueue_dir=tmp_path))
     monkeypatch.setattr(local.kueue_install, "write_mode_supported", lambda *_a: None)
     provider = LocalProvider(versions.select(), workers=1, write_mode="merge-patch")
     with pytest.raises(UserError) as caught:
@@ -71,7 +71,7 @@ def test_a_provider_and_its_twin_look_their_inputs_up_once(
         return {}
 
     monkeypatch.setattr(LocalProvider, "_binaries", binaries)
-    monkeypatch.setattr(toolchain, "manifests", lambda _v: object())
+    monkeypatch.setattr(upstream, "manifests", lambda _v: object())
     monkeypatch.setattr(local.kueue_install, "write_mode_supported", lambda *_a: None)
     provider = LocalProvider(versions.select(), workers=1, write_mode="merge-patch")
     twin = provider.twin()

@@ -65,7 +65,7 @@ def test_every_file_the_packages_read_is_shipped() -> None:
 def test_the_kind_configurations_have_one_source() -> None:
     """kind-configs/ at the top is where they are; the checkout has no second copy, and
     the kind provider reads them from there."""
-    from harness.providers.kind import CONFIG_DIR
+    from harness.providers.kind_config import CONFIG_DIR
 
     assert sorted(p.name for p in (ROOT / "kind-configs").glob("*.yaml")) == [
         "manager.yaml",

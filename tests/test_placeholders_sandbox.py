@@ -7,7 +7,6 @@ by a non-root user, this is the rootless sandbox."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.cluster import pki
+from harness.cluster import pki, rundir
 from harness.cluster.identity import Credentials
 from harness.cluster.procs import Supervisor
 from harness.orchestrate.dispatcher import DispatcherRunner
@@ -81,7 +80,7 @@ def run_dir() -> Iterator[Path]:
         pki.write_private(path / "admin.key", b"cluster-admin")
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        rundir.remove(path)  # a rootless replica's overlay leaves folders of mode 000
 
 
 def credentials(run_dir: Path, replica: int) -> Credentials:

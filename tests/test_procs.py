@@ -245,7 +245,7 @@ def test_processes_started_from_many_threads_are_all_recorded(tmp_path, monkeypa
 def test_only_a_workers_processes_run_go_on_one_thread():
     """The manager's processes and the shared etcd keep every core; collection pacing
     goes by process kind wherever it runs."""
-    from harness.providers.local import go_runtime
+    from harness.providers.local_processes import go_runtime
 
     workers = ["worker1", "gpu-reserved-cluster"]
     assert go_runtime("worker1-apiserver", workers) == {"GOGC": "75", "GOMAXPROCS": "1"}
@@ -256,7 +256,7 @@ def test_only_a_workers_processes_run_go_on_one_thread():
 
 
 def test_a_process_kind_is_found_whatever_hyphens_the_cluster_name_has():
-    from harness.providers.local import process_kind
+    from harness.providers.local_processes import process_kind
 
     assert process_kind("east-cluster-controller-manager") == "controller-manager"
     assert process_kind("gpu-reserved-cluster-apiserver") == "apiserver"

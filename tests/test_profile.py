@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import stat
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.cluster import toolchain
+from harness.cluster import builds
 from harness.errors import UserError
 from harness.profile import (
     DISPATCHER_ALL_AT_ONCE,
@@ -100,10 +102,13 @@ def test_builtin_profiles_load() -> None:
 
 def test_builtin_dispatcher_names_match_kueue_source() -> None:
     """The constants must be Kueue's exact strings, or Kueue would not dispatch at all."""
-    source = Path(
-        "/root/go/pkg/mod/sigs.k8s.io/kueue@v0.19.2/apis/config/v1beta2/configuration_types.go"
+    go = shutil.which("go")
+    cache = (
+        subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True) if go else None
     )
-    if not source.is_file():
+    module = Path(cache.stdout.strip() if cache else "") / "sigs.k8s.io" / "kueue@v0.19.2"
+    source = module / "apis" / "config" / "v1beta2" / "configuration_types.go"
+    if not go or not source.is_file():
         pytest.skip("Kueue module source not in the Go module cache")
     text = source.read_text()
     assert f'"{DISPATCHER_ALL_AT_ONCE}"' in text
@@ -194,7 +199,7 @@ def test_defaults_when_optional_sections_absent(tmp_path: Path) -> None:
         ("spec.run.command", ["x", "{kubconfig}"], "spec.run.command[1]", "{kubconfig}"),
         ("spec.run.command", ["{kubeconfig}"], "spec.run.command[0]", "{kubeconfig}"),
         ("spec.run.env", {"A": ["x"]}, "spec.run.env.A", "string"),
-        ("spec.run.replicas", 0, "spec.run.replicas", ">= 1"),
+        ("spec.run.replicas", 0, "spec.run.replicas", "at least 1"),
         ("spec.run.replicas", True, "spec.run.replicas", "integer"),
         ("spec.run.readyTimeout", "soon", "spec.run.readyTimeout", "not a positive duration"),
         ("spec.run.podEnvironment", "yes", "spec.run.podEnvironment", "true or false"),
@@ -266,7 +271,7 @@ def test_defaults_when_optional_sections_absent(tmp_path: Path) -> None:
             "spec.claims.maxConcurrentProvisioning",
             -1,
             "spec.claims.maxConcurrentProvisioning",
-            ">=",
+            "at least",
         ),
         ("spec.claims.ordering", "random", "spec.claims.ordering", "alphabetical"),
         (
@@ -452,7 +457,7 @@ def test_go_build_fills_binary_with_the_cached_build_of_this_source(
     doc["spec"]["run"]["goBuild"] = "vendor-dispatcher"  # relative to the profile
     profile = load_profile(write(tmp_path, doc))  # not built yet, and that is fine here
     assert profile.run is not None and profile.run.go_build == module.resolve()
-    binary = toolchain.go_module_binary(module.resolve())
+    binary = builds.go_module_binary(module.resolve())
     assert binary.parent.parent == tmp_path / "cache" / "bin" and binary.name == module.name
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
@@ -463,9 +468,9 @@ def test_go_build_fills_binary_with_the_cached_build_of_this_source(
     ]
     assert profile.shown_command() == f"{binary} --config={tmp_path.resolve()}/settings.yaml"
     (module / "README.md").write_text("docs\n")
-    assert toolchain.go_module_binary(module.resolve()) == binary  # not a Go source
+    assert builds.go_module_binary(module.resolve()) == binary  # not a Go source
     (module / "main.go").write_text("package main\n\nfunc main() { println() }\n")
-    assert toolchain.go_module_binary(module.resolve()) != binary  # an edit is a new build
+    assert builds.go_module_binary(module.resolve()) != binary  # an edit is a new build
     # ... yet a run keeps the binary it built, whatever is edited while it runs
     built = replace(profile, run=replace(profile.run, built=binary))
     assert built.render_command("/kc")[0] == str(binary)

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.orchestrate import explain
 from harness.orchestrate import run as run_module
-from harness.profile import explain, load_profile
+from harness.profile import load_profile
 from tests.bad_input import run_cli
 from tests.test_bad_profiles import FULL
 

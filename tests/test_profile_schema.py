@@ -173,7 +173,7 @@ def test_every_field_has_a_description() -> None:
             with_value("spec.claims.stepSize", 1.0),
             'spec.claims.stepSize: must be an integer >= 1 or "all", got 1.0',
         ),
-        (with_value("spec.run.replicas", 0), "spec.run.replicas: must be >= 1, got 0"),
+        (with_value("spec.run.replicas", 0), "spec.run.replicas: must be at least 1, got 0"),
         (with_value("spec.knobs.tier", "x"), "spec.knobs.tier: unknown field (known: cluster"),
         (
             with_value("spec.run.image", "example.com/d:v1"),

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.audit import POLICY as AUDIT_POLICY
 from harness.orchestrate.dispatcher import _reads_since
-from harness.providers.local import AUDIT_POLICY
-from harness.recording.recorder import (
+from harness.recording.audit_log import (
     audit_events,
     audit_forbidden,
     audit_read,

@@ -132,7 +132,7 @@ def _edited(tmp_path: Path, edit: Any) -> tuple[Path, list[str]]:
         (lambda d: d["environment"].update(workers="four"), "environment.workers: must be an"),
         (lambda d: d["environment"].update(workers=-1), "environment.workers: must be at least"),
         (lambda d: d["claims"].update(stepSize="some"), "claims.stepSize: must be a positive"),
-        (lambda d: d["claims"].update(features=["Teleport"]), "claims.features[0]: 'Teleport'"),
+        (lambda d: d["claims"].update(features=["Teleport"]), "claims.features[0]: must be one of"),
         (lambda d: d["implementation"].pop("url"), "implementation.url: required"),
         (lambda d: d["timeouts"].update(placement_slack="1m"), "timeouts.placement_slack: must"),
         (lambda d: d["summary"].update(failed=-2), "summary.failed: must be at least 0"),

@@ -14,7 +14,7 @@ import pytest
 
 from harness.recording.timeline import Timeline
 from harness.scenarios.scenario import Scenario
-from suites import judge, rounds
+from suites import judge, judgement, rounds
 from suites.checks import Bounds
 from tests.sessions import use_session
 from tests.test_scenario_workers import make
@@ -133,10 +133,12 @@ def test_five_minute_rounds_wait_for_the_full_run_and_ten_second_ones_get_three(
 ) -> None:
     results = use_session(tmp_path, monkeypatch) / "results"
     sc = make("reference", names=["a", "b", "c", "d"])
-    sc.order, sc.checks = ["a", "b", "c", "d"], ["EXT-05", "EXT-06"]
+    sc.order = ["a", "b", "c", "d"]
+    judgement.judging(sc, ["EXT-05", "EXT-06"])
     assert rounds.escalations_or_skip(sc) == 3
     slow = make("incremental", names=["a", "b", "c", "d"])
-    slow.order, slow.checks = list(sc.order), ["EXT-05", "EXT-06"]
+    slow.order = list(sc.order)
+    judgement.judging(slow, ["EXT-05", "EXT-06"])
     with pytest.raises(pytest.skip.Exception, match="full run only"):
         rounds.escalations_or_skip(slow)
     records = [json.loads(p.read_text()) for p in results.iterdir()]

@@ -46,7 +46,7 @@ def test_an_api_version_the_manager_does_not_serve_is_a_user_error(monkeypatch) 
 
 
 def test_extended_resources_get_limits_equal_to_requests() -> None:
-    from harness.scenarios.workloads import job
+    from harness.cluster.workloads import job
 
     gpu = job("j", "ns", "q", requests={"nvidia.com/gpu": "1", "memory": "1Gi"})
     resources = gpu["spec"]["template"]["spec"]["containers"][0]["resources"]

@@ -69,7 +69,7 @@ def test_hidden_folders_are_filled_where_made_then_moved_over(tmp_path: Path) ->
         f"mount -t tmpfs -o mode=1777 tmpfs {stage}",
         f"mkdir -p {stage / 'venv'}",
         f"mount --rbind -o ro {tmp_path / 'tmp' / 'venv'} {stage / 'venv'}",
-        f"mount --move {stage} {tmp_path / 'tmp'}",
+        f"mount -n --move {stage} {tmp_path / 'tmp'}",
         "cd /tmp",
     ]
 

@@ -13,7 +13,8 @@ from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
-from harness.scenarios.scenario import Context, Scenario
+from harness.scenarios.context import Context
+from harness.scenarios.scenario import Scenario
 
 KEY = "ns/wl"
 

@@ -11,8 +11,11 @@ import pytest
 
 from harness.profile import load_profile
 from harness.recording.recorder import Recorder as HarnessRecorder
+from harness.scenarios import context, documents
 from harness.scenarios import scenario as scenario_module
-from harness.scenarios.scenario import SHARED_SCOPE, Context, Scenario
+from harness.scenarios.context import Context
+from harness.scenarios.documents import SHARED_SCOPE
+from harness.scenarios.scenario import Scenario
 from tests.test_scenario_workers import NAMES, FakeCluster, Items, Recorder, environment
 
 
@@ -120,8 +123,8 @@ def test_the_shared_config_lists_the_environment_in_its_order(monkeypatch) -> No
     monkeypatch.setattr(
         scenario_module.multikueue, "wait_active", lambda m, c, a, timeout: waited.append((c, a))
     )
-    shape = scenario_module.Shape(resource="nvidia.com/gpu", flavor="gpu-flavor")
-    scenario_module.create_shared_scope(environment(NAMES), shape, "r")
+    shape = context.Shape(resource="nvidia.com/gpu", flavor="gpu-flavor")
+    documents.create_shared_scope(environment(NAMES), shape, "r")
     config = next(d for d in created if d["kind"] == "MultiKueueConfig")
     assert config["spec"]["clusters"] == NAMES
     queue = next(d for d in created if d["kind"] == "ClusterQueue")

@@ -21,8 +21,10 @@ from harness.errors import EnvironmentLimit
 from harness.profile import load_profile
 from harness.recording.recorder import Recorder as HarnessRecorder
 from harness.scenarios import scenario as scenario_module
-from harness.scenarios.scenario import Context, Scenario, name_before
-from suites import judge
+from harness.scenarios.context import Context
+from harness.scenarios.documents import name_before
+from harness.scenarios.scenario import Scenario
+from suites import judge, judgement
 from tests.sessions import use_session
 
 NAMES = ["east-cluster", "west-cluster", "gpu-reserved-cluster"]
@@ -214,14 +216,14 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_core_check_is_never_skipped_for_time(session: Path) -> None:
     sc = make("incremental")
-    sc.checks = ["CORE-04"]
+    judgement.judging(sc, ["CORE-04"])
     judge.skip_if_slow(sc, 900)  # runs: a 5-minute round is judged by default
     assert list(session.iterdir()) == []
 
 
 def test_an_extended_check_waits_for_the_full_run(session: Path) -> None:
     sc = make("incremental")
-    sc.checks = ["EXT-05", "EXT-06"]
+    judgement.judging(sc, ["EXT-05", "EXT-06"])
     with pytest.raises(pytest.skip.Exception, match="full run only"):
         judge.skip_if_slow(sc, 375)
     records = [json.loads(p.read_text()) for p in session.iterdir()]

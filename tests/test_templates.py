@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness import templates
 from harness.cluster import multikueue
-from harness.profile import templates
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import toolchain, versions
+from harness.cluster import gomodules, toolchain, upstream, versions
 from harness.errors import UserError
 
 # what `go list -deps -f MODULE_OF_EACH_PACKAGE` prints: a line per package, the
@@ -22,7 +22,7 @@ sigs.k8s.io/kwok v0.8.0
 
 
 def test_each_listed_module_is_required_once_except_the_skipped() -> None:
-    lines = toolchain.shared_requires(LISTING, skip=("sigs.k8s.io/kwok", "sigs.k8s.io/kueue"))
+    lines = gomodules.shared_requires(LISTING, skip=("sigs.k8s.io/kwok", "sigs.k8s.io/kueue"))
     assert lines == ["\tgolang.org/x/net v0.56.0", "\tk8s.io/api v0.36.2"]
 
 
@@ -30,8 +30,8 @@ def test_another_builds_versions_are_required_never_replaced() -> None:
     """Go's build cache keys a package by its module's required version: a `replace` to
     the same code would miss the packages Kueue's build compiled."""
     kwok = next(c for c in toolchain.components(versions.select()) if c.name == "kwok")
-    shared = toolchain.shared_requires(LISTING, skip=(kwok.module, "sigs.k8s.io/kueue"))
-    gomod, tools = toolchain.build_module_text(kwok, [], shared)
+    shared = gomodules.shared_requires(LISTING, skip=(kwok.module, "sigs.k8s.io/kueue"))
+    gomod, tools = gomodules.build_module_text(kwok, [], shared)
     assert (
         f"require (\n\tsigs.k8s.io/kwok {kwok.version}\n"
         "\tgolang.org/x/net v0.56.0\n\tk8s.io/api v0.36.2\n)" in gomod
@@ -45,13 +45,13 @@ def test_kubernetes_keeps_its_staging_modules_beside_the_shared_versions(tmp_pat
         "module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n"
         "\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n)\n"
     )
-    staging = toolchain.staging_modules(tmp_path)
+    staging = gomodules.staging_modules(tmp_path)
     assert staging == ["k8s.io/api", "k8s.io/client-go"]
-    assert toolchain.staging_replaces(staging, "v1.36.2") == [
+    assert gomodules.staging_replaces(staging, "v1.36.2") == [
         "\tk8s.io/api => k8s.io/api v0.36.2",
         "\tk8s.io/client-go => k8s.io/client-go v0.36.2",
     ]
-    shared = toolchain.shared_requires(LISTING, skip=("k8s.io/kubernetes", *staging))
+    shared = gomodules.shared_requires(LISTING, skip=("k8s.io/kubernetes", *staging))
     assert shared == [
         "\tgolang.org/x/net v0.56.0",
         "\tsigs.k8s.io/kueue v0.19.2",
@@ -100,7 +100,8 @@ def test_a_source_trees_kueue_is_built_in_the_tree_and_the_rest_as_its_release(
     by_name = {c.name: c for c in toolchain.components(v)}
     kueue = by_name["kueue"]
     assert kueue.source == tmp_path / "kueue" and kueue.key == "kueue-src-0123456789ab"
-    assert "-mod=readonly" in kueue.goflags  # a contributor's go.mod is never rewritten
+    # Go's defaults: the tree's vendor/ when it has one, its go.mod never rewritten
+    assert "-mod" not in kueue.goflags
     assert any("GitVersion=v0.19.2-3-gabc" in f for f in kueue.ldflags)
     # the control plane is the release's build, cached once whatever the tree
     released = {c.name: c for c in toolchain.components(versions.select("0.19.2"))}
@@ -117,8 +118,8 @@ def test_a_source_tree_whose_workloads_are_not_the_api_mkdc_drives_is_refused(
     crd = crds / "kueue.x-k8s.io_workloads.yaml"
     crd.write_text("spec:\n  versions:\n  - name: v1beta1\n    served: true\n")
     with pytest.raises(UserError, match="serves Workloads as v1beta1, not kueue.x-k8s.io/v1beta2"):
-        toolchain.manifests(v)
+        upstream.manifests(v)
     crd.write_text("spec:\n  versions:\n  - name: v1beta2\n    served: true\n")
     (tmp_path / "kueue" / "go.mod").write_text("module sigs.k8s.io/kueue\n")
     with pytest.raises(UserError, match="does not require"):  # past the API: its go.mod
-        toolchain.manifests(v)
+        upstream.manifests(v)

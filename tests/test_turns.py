@@ -16,6 +16,7 @@ from harness.profile import load_profile
 from harness.scenarios import turns
 from harness.scenarios.scenario import Scenario, waiting_for_quota
 from harness.scenarios.session import current as current_session
+from suites.checks.scenarios import Conformance
 from suites.conformance import conftest
 from tests.sessions import FrozenRecorder, offline_context, use_session
 
@@ -160,11 +161,7 @@ def test_a_cluster_that_stays_unreachable_is_no_clean_turn(
     )
 
 
-class Item:
-    name = "test_bounded_preemption"
-
-    def get_closest_marker(self, name: str) -> Any:
-        return SimpleNamespace(args=("EXT-04",)) if name == "checks" else None
+BOUNDED_PREEMPTION = Conformance("test_fan_out", "test_bounded_preemption", "", ("EXT-04",))
 
 
 def scenario(profile: str) -> Scenario:
@@ -191,7 +188,7 @@ def test_a_shared_scope_scenario_after_leftovers_is_undecided_naming_them(
     )
     monkeypatch.setattr(turns, "wait_clean", lambda *_a, **_k: line)
     with pytest.raises(pytest.skip.Exception):
-        conftest._clean_turn(scenario("example-go-shared"), Item())  # type: ignore[arg-type]
+        conftest._clean_turn(scenario("example-go-shared"), BOUNDED_PREEMPTION)
     assert current_session().selects("EXT-04")
     (record,) = [json.loads(p.read_text()) for p in (session / "results").glob("*.json")]
     assert record["check"] == "EXT-04" and record["result"] == "undecided"
@@ -213,8 +210,8 @@ def test_a_clean_turn_or_own_queues_start_at_once(
 
     monkeypatch.setattr(turns, "wait_clean", wait_clean)
     shared, own = scenario("example-go-shared"), scenario("reference")
-    conftest._clean_turn(shared, Item())  # type: ignore[arg-type]
-    conftest._clean_turn(own, Item())  # type: ignore[arg-type]
+    conftest._clean_turn(shared, BOUNDED_PREEMPTION)
+    conftest._clean_turn(own, BOUNDED_PREEMPTION)
     assert asked == ["x"]  # the reference profile's scenarios have queues of their own
     assert shared.started == shared.ctx.recorder.now() and own.started == 0.0  # from the turn
     assert not list((session / "results").glob("*.json"))

@@ -19,7 +19,7 @@ from harness.scenarios import progress
 from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import SESSION_ENV
 from harness.scenarios.session import current as current_session
-from suites import judge
+from suites import judge, judgement
 from tests.sessions import FrozenRecorder, offline_context, use_session
 
 KEY = "sc/wl"
@@ -37,7 +37,8 @@ def scenario(checks: list[str], *events: tuple[float, Kind, dict[str, Any]]) -> 
     recorder = FrozenRecorder()
     sc = Scenario(offline_context(recorder, dispatcher_users=frozenset({USER})), "sc")
     sc.started = recorder.started
-    sc.jobs, sc.checks, sc.order = {"job": KEY}, checks, ["sc-w1", "sc-w2"]
+    sc.jobs, sc.order = {"job": KEY}, ["sc-w1", "sc-w2"]
+    judgement.judging(sc, checks)
     sc.members = {"sc-w1": "w1", "sc-w2": "w2"}
     recorder.events = [
         Event(recorder.started + t, MANAGER, kind, KEY if kind != Kind.ACTION else "", data)

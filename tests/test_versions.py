@@ -48,7 +48,10 @@ def test_a_kueue_source_tree_brings_its_kubernetes_and_is_named_by_its_hash(tmp_
     tree = _kueue_tree(tmp_path / "kueue", api="v0.36.4")
     v = versions.select(source=str(tree))
     assert v.source is not None and v.source.path == str(tree.resolve())
-    assert (v.kueue, v.kubernetes) == ("0.19.2", "1.36.4")  # driven as the default release
+    # driven as the default release, on its Kubernetes: the same minor, a patch behind
+    assert (v.kueue, v.kubernetes, v.source.kubernetes) == ("0.19.2", "1.36.2", "1.36.4")
+    newer = _kueue_tree(tmp_path / "newer", api="v0.37.1")
+    assert versions.select(source=str(newer)).kubernetes == "1.37.1"  # a minor it has not
     assert v.kueue_label == f"source tree {v.source.tree} ({tree.resolve()})"
     monkeypatch.setenv("MKDC_KUEUE_SOURCE", str(tree))
     assert versions.select().source == v.source
@@ -64,7 +67,12 @@ def test_the_tree_hash_follows_what_the_binary_is_built_from(tmp_path):
     (tree / "README.md").write_text("changed\n")
     assert versions.source_tree_hash(tree) == before
     (tree / "cmd" / "kueue" / "main.go").write_text("package main\n\nfunc main() { panic(1) }\n")
-    assert versions.source_tree_hash(tree) != before
+    edited = versions.source_tree_hash(tree)
+    assert edited != before
+    # a vendored tree is built from vendor/: its listing of modules counts
+    (tree / "vendor").mkdir()
+    (tree / "vendor" / "modules.txt").write_text("# example.com/dep v1.0.0\n")
+    assert versions.source_tree_hash(tree) != edited
 
 
 def test_a_git_tree_is_named_by_git_describe_and_driven_as_its_release(tmp_path, monkeypatch):

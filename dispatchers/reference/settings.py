@@ -106,8 +106,7 @@ class Settings:
     # escalations in flight at once: writes that add a cluster to a workload that already
     # has a copy somewhere. Each makes Kueue create one more remote copy, so under a flood
     # of pending work their rate follows how fast the manager answers instead of
-    # multiplying copies until Kueue itself falls behind (docs/measurement-history.md:
-    # "Escalations at the manager's pace")
+    # multiplying copies until Kueue itself falls behind
     escalation_writes: int = 2
     kube_qps: float = 100.0  # client-side limit of API gets and writes, as client-go's QPS
     kube_burst: int = 200

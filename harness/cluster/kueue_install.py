@@ -19,11 +19,13 @@ import yaml
 
 from harness.cluster import feature_gates
 from harness.cluster.kube import load_documents
-from harness.cluster.toolchain import Manifests
+from harness.cluster.upstream import Manifests
 
 NAMESPACE = "kueue-system"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+# where an install keeps Kueue's configuration: this ConfigMap, under this key
+CONFIG_MAP, CONFIG_KEY = "kueue-manager-config", "controller_manager_config.yaml"
 # Kueue's webhooks for objects we use; the pod/deployment/... webhooks of disabled
 # integrations would otherwise intercept every pod of the cluster.
 _KEEP_WEBHOOK_PATHS = re.compile(r"kueue-x-k8s-io|batch-v1-job")
@@ -42,7 +44,7 @@ def config_api_version(kueue_version: str) -> str:
 def release_defaults(man: Manifests) -> dict[str, Any]:
     """The controller_manager_config.yaml Kueue's release ships (from the module cache),
     read once per process for every cluster. Callers must not change it."""
-    return _read_once(man.kueue_dir / "config/components/manager/controller_manager_config.yaml")
+    return _read_once(man.kueue_dir / "config/components/manager" / CONFIG_KEY)
 
 
 @functools.cache
@@ -271,9 +273,9 @@ def manager_config_map(config: dict[str, Any], kueue_version: str) -> dict[str, 
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": "kueue-manager-config",
+            "name": CONFIG_MAP,
             "namespace": NAMESPACE,
             "labels": {"app.kubernetes.io/version": f"v{kueue_version}"},
         },
-        "data": {"controller_manager_config.yaml": yaml.safe_dump(config, sort_keys=False)},
+        "data": {CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)},
     }

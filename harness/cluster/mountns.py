@@ -58,7 +58,13 @@ def private_command(
     uts: list[str] = []
     if hostname is not None:
         uts = ["--uts"]
-        setup = [f"echo {shlex.quote(hostname)} > /proc/sys/kernel/hostname", *setup]
+        # sethostname(2) (the hostname command, essential in Debian): in a user namespace
+        # of its own the UTS namespace is its to name, but /proc/sys stays the host
+        # root's file, which a rootless replica may not write
+        name_it = f"hostname {shlex.quote(hostname)}"
+        if not shutil.which("hostname"):
+            name_it = f"echo {shlex.quote(hostname)} > /proc/sys/kernel/hostname"
+        setup = [name_it, *setup]
     if own_pids:  # the first process stays, so its set-up ends before the program starts
         script = (" && ".join(setup) + " || exit $?; " if setup else "") + _INIT
     else:

@@ -11,11 +11,11 @@ from typing import Any
 
 import yaml
 
+from harness import templates
 from harness.cluster import kube
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.kueue_install import MULTIKUEUE_CONTROLLER, NAMESPACE
-from harness.cluster.toolchain import KUEUE_API_GROUP, KUEUE_API_VERSION
-from harness.profile import templates
+from harness.cluster.upstream import KUEUE_API_GROUP, KUEUE_API_VERSION
 
 API = f"{KUEUE_API_GROUP}/{KUEUE_API_VERSION}"
 DEFAULT_NAME = "mkdc"
@@ -131,7 +131,7 @@ def multikueue_admission_check(name: str, config: str) -> dict[str, Any]:
 
 
 def worker_secret_name(cluster: str, pattern: str = SECRET_PATTERN) -> str:
-    """The name of a worker's kubeconfig Secret on the manager (see harness.profile.templates)."""
+    """The name of a worker's kubeconfig Secret on the manager (see harness.templates)."""
     return templates.render(pattern, {"cluster": cluster})
 
 

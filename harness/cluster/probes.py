@@ -18,9 +18,31 @@ import subprocess
 import threading
 from dataclasses import dataclass
 
-from harness.profile.deploy import Probe
-
 _CLONE_NEWNET = 0x40000000
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A container probe as the kubelet runs it: one handler and its timings (seconds)."""
+
+    kind: str  # httpGet, tcpSocket or exec
+    port: int | None = None
+    path: str = "/"
+    scheme: str = "HTTP"
+    host: str | None = None
+    command: tuple[str, ...] = ()
+    initial_delay: float = 0
+    period: float = 10
+    timeout: float = 1
+    success_threshold: int = 1
+    failure_threshold: int = 3
+
+    def describe(self) -> str:
+        if self.kind == "exec":
+            return f"exec {' '.join(self.command)}"
+        if self.kind == "tcpSocket":
+            return f"tcpSocket :{self.port}"
+        return f"httpGet {self.scheme.lower()}://:{self.port}{self.path}"
 
 
 @dataclass(frozen=True)

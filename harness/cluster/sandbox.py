@@ -170,7 +170,9 @@ def _hide(box: Sandbox, scratch: Path, binds: Sequence[tuple[Path, str]]) -> lis
                 target = shlex.quote(str(stage / Path(inside).relative_to(root)))
                 make = f"mkdir -p {target}" if volume.is_dir() else _touch(target)
                 commands += [make, f"mount --bind {shlex.quote(str(volume))} {target}"]
-        moves.append(f"mount --move {s} {shlex.quote(str(root))}")
+        # -n: no record in /run/mount/utab, which libmount updates after a move and a
+        # rootless replica (root only in its own user namespace) may not write
+        moves.append(f"mount -n --move {s} {shlex.quote(str(root))}")
     return commands + moves
 
 

@@ -5,7 +5,9 @@ MKDC_KUBERNETES_VERSION. Each Kueue version has a default Kubernetes version.
 
 `--kueue-source DIR` (MKDC_KUEUE_SOURCE) puts a Kueue source tree in place of the
 released Kueue: its manager is built from the tree, its manifests rendered from the
-tree's `config/`, Kubernetes taken from the tree's go.mod. The rest of the environment
+tree's `config/`, Kubernetes of the minor version the tree's go.mod names (the matrix
+point's patch when it has that minor: a patch changes no API, and a tree newer by a patch
+than any release mkdc knows reuses the cached control plane). The rest of the environment
 (etcd, KWOK, and the Kueue release whose module versions the control plane is built
 against) is the matrix point the tree is driven as: the release its `git describe` names
 when the matrix has that minor version, else `--kueue-version`, else the default.
@@ -112,7 +114,7 @@ def select(
         )
     chosen = MATRIX[kueue]
     if tree is not None:
-        chosen = replace(chosen, source=tree, kubernetes=tree.kubernetes)
+        chosen = replace(chosen, source=tree, kubernetes=_kubernetes_for(tree, chosen))
     if kubernetes:
         kubernetes = _strip_v(kubernetes)
         # digits only: the minor version is read as a number, the rest names a module
@@ -156,16 +158,17 @@ def source_tree_hash(root: Path) -> str:
 
 
 def go_sources_hash(root: Path, *, skip: Collection[str] = (), tests: bool = True) -> str:
-    """sha256 over the go.mod, go.sum and Go files below `root`, with their paths: what a
-    Go build reads. `skip`: top-level folders no build reads (not walked); `tests`: the
-    _test.go files too."""
+    """sha256 over the go.mod, go.sum, vendor/modules.txt and Go files below `root`, with
+    their paths: what a Go build reads. `skip`: top-level folders no build reads (not
+    walked); `tests`: the _test.go files too."""
     found = []
     for folder, dirs, files in os.walk(root):
         if folder == str(root):
             dirs[:] = [d for d in dirs if d not in skip]
         for name in files:
             go = name.endswith(".go") and (tests or not name.endswith("_test.go"))
-            if go or name in ("go.mod", "go.sum"):
+            vendored = name == "modules.txt" and folder == str(root / "vendor")
+            if go or vendored or name in ("go.mod", "go.sum"):
                 found.append(Path(folder) / name)
     digest = hashlib.sha256()
     for path in sorted(found):
@@ -203,6 +206,13 @@ def _release_of(describe: str) -> str | None:
     if m is None:
         return None
     return next((k for k in MATRIX if k.split(".")[:2] == [m.group(1), m.group(2)]), None)
+
+
+def _kubernetes_for(tree: KueueSource, driven_as: Versions) -> str:
+    """The Kubernetes a tree runs on: the matrix point's when of the same minor version as
+    the tree's k8s.io/api, else the tree's own."""
+    same_minor = tree.kubernetes.split(".")[:2] == driven_as.kubernetes.split(".")[:2]
+    return driven_as.kubernetes if same_minor else tree.kubernetes
 
 
 def _kubernetes_of(root: Path) -> str:

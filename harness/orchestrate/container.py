@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import exitcause, identity, kube, rundir, toolchain
+from harness.cluster import builds, exitcause, identity, kube, rundir
 from harness.cluster.environment import Environment
 from harness.cluster.identity import Credentials
 from harness.cluster.kueue_install import NAMESPACE
@@ -200,7 +200,7 @@ def prepare(profile: Profile, provider: str, progress: Progress) -> ImageSource:
     if docker is None:
         raise UserError("profile spec.run.image needs Docker: docker is not on PATH")
     if run.go_build is not None:
-        binary = toolchain.build_go_module(run.go_build, progress)
+        binary = builds.build_go_module(run.go_build, progress)
         image = kind_images.binary_image(run.image, {IMAGE_BINARY: binary}, [IMAGE_BINARY])
         progress(f"image {run.image}: {binary.name} at {IMAGE_BINARY} ({image.archive})")
         if provider == "local":

@@ -41,7 +41,7 @@ from harness.orchestrate.dispatcher import DispatcherRunner, StartFailure
 from harness.profile import HOST_PLACEHOLDERS, IMAGE_BINARY, Profile, RunSpec, fill
 from harness.profile.deploy import DeployFolder, side_containers
 from harness.providers import kind_images
-from harness.recording.recorder import pod_of
+from harness.recording.audit_log import pod_of
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 KIND_LABEL = "io.x-k8s.kind.cluster"  # on every kind node's container

@@ -19,12 +19,13 @@ from urllib.parse import urlsplit
 from harness.cluster import exitcause, mountns, probes, sandbox
 from harness.cluster.identity import Credentials, account_name
 from harness.cluster.kueue_install import NAMESPACE
+from harness.cluster.probes import Probe
 from harness.cluster.procs import Supervisor
 from harness.errors import UserError
 from harness.orchestrate.kubelet import Kubelet
 from harness.profile import Profile
-from harness.profile.deploy import Pod, Probe
-from harness.recording.recorder import audit_read
+from harness.profile.deploy import Pod
+from harness.recording.audit_log import audit_read
 
 SETTLE_SECONDS = 3.0  # a replica that is still alive this long after start counts as started
 SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -20,7 +20,8 @@ from typing import Any
 import psutil
 
 from harness.cluster import probes
-from harness.profile.deploy import Pod, Probe
+from harness.cluster.probes import Probe
+from harness.profile.deploy import Pod
 
 POLL_SECONDS = 1.0
 

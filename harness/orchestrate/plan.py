@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.cluster import rundir, toolchain, versions
+from harness.cluster import builds, rundir, versions
 from harness.cluster.kueue_install import KUEUE_ADMISSION
 from harness.console import log
 from harness.errors import UserError, shown, shown_path
@@ -108,12 +108,12 @@ def build(p: Plan) -> None:
     """What the run installs and starts, built before any cluster starts: a Kueue source
     tree's manager (cached by its hash; one that does not build is bad input), and what
     the dispatcher runs from (its image, or its Go module)."""
-    toolchain.build_kueue_source(p.versions, log)
+    builds.build_kueue_source(p.versions, log)
     run = p.profile.run
     if run is not None and run.image is not None:
         p.image = container.prepare(p.profile, p.opts.provider, log)
     elif run is not None and run.go_build is not None:
-        built = toolchain.build_go_module(run.go_build, log)
+        built = builds.build_go_module(run.go_build, log)
         p.profile = replace(p.profile, run=replace(run, built=built))
         if run.deploy is not None and p.opts.provider != "local":
             p.image = deployrun.build_image(run.deploy, built, log)

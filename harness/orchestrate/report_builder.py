@@ -17,14 +17,14 @@ from harness.profile import Profile
 from harness.recording.timeline import Timeline
 from harness.report import UNDECIDED, CheckResult, Report
 from harness.results import Result, ScenarioResult
-from harness.scenarios import scenario
+from harness.scenarios import context
 from harness.scenarios.session import selects
 from harness.suite import catalogue as suite_catalogue
 from harness.suite import load as load_suite
 
 NO_RECORD = (
     "undecided: no scenario of this run recorded a result for it (the suite has no scenario "
-    "marked with @pytest.mark.checks for it, or that scenario was not collected)"
+    "declared to decide it, or that scenario was not collected)"
 )
 INTERRUPTED = "undecided: the run was interrupted ({how}) before a scenario decided it"
 
@@ -65,7 +65,7 @@ def build_report(
             )
         )
     cards = {_test_name(r.scenario): r.scorecard for r in records if r.scorecard}
-    environment = environment_section(profile, env, scenario.Shape.of(profile).to_report(), outcome)
+    environment = environment_section(profile, env, context.Shape.of(profile).to_report(), outcome)
     card = suite.merge_scorecards(cards.values()) if cards else {}
     card.pop("samples", None)
     card["perScenario"] = {

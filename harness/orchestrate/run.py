@@ -24,11 +24,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cluster import faults, rundir
+from harness.cluster import faults, inventory, rundir
 from harness.cluster.environment import Environment
 from harness.console import log
 from harness.errors import UserError, one_line
-from harness.orchestrate import deployrun
+from harness.orchestrate import deployrun, explain
 from harness.orchestrate.environments import ASIDE_LOG, Aside, bring_up
 from harness.orchestrate.options import Options
 from harness.orchestrate.outcome import Outcome
@@ -37,10 +37,10 @@ from harness.orchestrate.report_builder import build_report
 from harness.orchestrate.stage import require_api_version, stage
 from harness.orchestrate.suite_run import run_suite
 from harness.orchestrate.verdict import INTERRUPTED_EXIT, collect_logs, keep_evidence, say_verdict
-from harness.profile import SHARED, explain
+from harness.profile import SHARED
 from harness.providers import HandsOver, Provider
 from harness.report import UNDECIDED, write_all
-from harness.scenarios import inventory, progress, scenario, slots
+from harness.scenarios import context, documents, progress, slots
 from harness.scenarios.session import EVENTS_FILE
 
 SESSION_FILE = "session.json"
@@ -132,11 +132,11 @@ def judge(
             claims = env.run_dir / slots.CLAIMS_DIR
             claims.mkdir(mode=0o700)
         run_id = inventory.new_run_id()
-        shape = scenario.Shape.of(profile)
-        common = scenario.shared_documents(shape)
+        shape = context.Shape.of(profile)
+        common = documents.shared_documents(shape)
         kept = common
         if profile.environment.cluster_scope == SHARED:
-            kept = [*common, *scenario.shared_scope_documents(env, shape)]
+            kept = [*common, *documents.shared_scope_documents(env, shape)]
         keep = [(d["kind"], d["metadata"]["name"]) for d in kept] if handing_on else []
         wait = not provider.discards_clusters
         stack.callback(lambda: _purge(env, run_id, wait=wait, keep=keep))
@@ -190,7 +190,7 @@ def judge(
             interrupted=ran.interrupted or None,
             report=str(report_dir / "report.yaml"),
         )
-    return say_verdict(report, summary, report_dir, ran.interrupted)
+    return say_verdict(report, summary, report_dir, ran.interrupted, opts.checks)
 
 
 def _fresh_report_dir(report_dir: Path, env: Environment, profile: str) -> dict[str, float]:

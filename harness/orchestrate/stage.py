@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import kube
+from harness.cluster import inventory, kube
 from harness.cluster.environment import Environment
 from harness.cluster.kueue_install import NAMESPACE
 from harness.cluster.multikueue import API as KUEUE_API
@@ -31,7 +31,7 @@ from harness.orchestrate.start import (
 from harness.orchestrate.verdict import provider_logs, start_failure_report
 from harness.profile import SHARED, RunSpec, objects
 from harness.providers import Provider
-from harness.scenarios import control, inventory, scenario
+from harness.scenarios import context, control, documents
 from harness.scenarios.session import EVENTS_FILE, Session
 
 
@@ -68,7 +68,7 @@ def stage(
             kube.create_if_absent(cluster.dyn, inventory.label(doc, run_id))
     if profile.environment.cluster_scope == SHARED:
         # before the dispatcher starts, so one that looks only once sees it all
-        scenario.create_shared_scope(env, scenario.Shape.of(profile), run_id)
+        documents.create_shared_scope(env, context.Shape.of(profile), run_id)
     found = deployed(p, env)
     not_applied: tuple[str, ...] | None = None
     network = ReplicaNetwork(None, None)

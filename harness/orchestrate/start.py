@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cluster import identity, mountns
+from harness.cluster import identity, inventory, mountns
 from harness.cluster.environment import Environment
 from harness.cluster.kueue_install import NAMESPACE
 from harness.cluster.procs import Supervisor
@@ -19,7 +19,7 @@ from harness.orchestrate.dispatcher import DispatcherRunner
 from harness.orchestrate.exits import ExitWatch
 from harness.profile import Profile, RunSpec
 from harness.providers import Provider
-from harness.scenarios import control, inventory
+from harness.scenarios import control
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from harness.orchestrate.report_builder import error_report
 from harness.profile import Profile
 from harness.providers import KeepsLogs, Provider
 from harness.report import Report, write_all
+from harness.report.model import not_decided
 from harness.scenarios import progress
 
 INTERRUPTED_EXIT = 130
@@ -70,7 +71,13 @@ def start_failure_report(
     return UserError(f"{exc}: read {log_file} (report: {report_dir / 'report.yaml'})")
 
 
-def say_verdict(report: Report, summary: dict[str, Any], report_dir: Path, interrupted: str) -> int:
+def say_verdict(
+    report: Report,
+    summary: dict[str, Any],
+    report_dir: Path,
+    interrupted: str,
+    named: Sequence[str] = (),
+) -> int:
     """The verdict on the console, and the exit status it means."""
     log(
         f"{summary['result']}: {summary['passed']} passed, {summary['failed']} failed, "
@@ -85,4 +92,10 @@ def say_verdict(report: Report, summary: dict[str, Any], report_dir: Path, inter
     if interrupted:
         log(f"interrupted ({interrupted}): the report is partial")
         return INTERRUPTED_EXIT
-    return 1 if broken else 0
+    missed = not_decided(report.results(), named)
+    if missed:
+        log(
+            "not decided, though named with --checks (exit 1): "
+            + "; ".join(f"{c.id} {c.result}: {c.message}" for c in missed)
+        )
+    return 1 if broken or missed else 0

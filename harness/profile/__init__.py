@@ -6,10 +6,11 @@
 - `load`: a profile read, checked against the schema and for what a schema cannot say
   (files, fields that depend on each other, templates), into `model`'s frozen values;
 - `model`: the Profile a run reads, and how its command and environment render;
-- `deploy` (a deploy folder), `objects` (objects made before start), `templates`
-  (names by rule such as `{cluster|trimSuffix:-cluster}-kc`);
-- `explain`: the plan a run would follow, said without starting anything
-  (`mkdc profile check`, and the start of `mkdc run`).
+- `deploy` (a deploy folder), `objects` (objects made before start); names by rule
+  such as `{cluster|trimSuffix:-cluster}-kc` render with `harness.templates`.
+
+The plan a run would follow for a profile is said by `harness.orchestrate.explain`,
+which reads the suite's catalogue too.
 """
 
 from harness.profile.load import MAX_PROFILE_BYTES, load_profile

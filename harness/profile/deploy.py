@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.probes import Probe
 from harness.profile import objects
 
 RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
@@ -63,30 +64,6 @@ class Mount:
     files: dict[str, bytes]  # relative path -> content (an emptyDir has none)
     sub_path: str | None = None
     empty_dir: bool = False  # each replica's own, empty at its start
-
-
-@dataclass(frozen=True)
-class Probe:
-    """A container probe as the kubelet runs it: one handler and its timings (seconds)."""
-
-    kind: str  # httpGet, tcpSocket or exec
-    port: int | None = None
-    path: str = "/"
-    scheme: str = "HTTP"
-    host: str | None = None
-    command: tuple[str, ...] = ()
-    initial_delay: float = 0
-    period: float = 10
-    timeout: float = 1
-    success_threshold: int = 1
-    failure_threshold: int = 3
-
-    def describe(self) -> str:
-        if self.kind == "exec":
-            return f"exec {' '.join(self.command)}"
-        if self.kind == "tcpSocket":
-            return f"tcpSocket :{self.port}"
-        return f"httpGet {self.scheme.lower()}://:{self.port}{self.path}"
 
 
 @dataclass(frozen=True)

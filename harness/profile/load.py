@@ -18,9 +18,10 @@ from typing import Any, NoReturn
 
 import yaml
 
+from harness import schema_errors, templates
 from harness.durations import parse_duration
 from harness.errors import UserError, one_line, shown
-from harness.profile import deploy, objects, schema, templates
+from harness.profile import deploy, objects, schema
 from harness.profile.model import (
     API_VERSION,
     DEFAULT_NAMESPACE,
@@ -117,7 +118,9 @@ class _Rules:
         env = self.run_env(run.get("env") or {})
         go_build = self.go_module(run.get("goBuild"))
         uses_binary = [f"{argv_field}[{i}]" for i, a in enumerate(command) if "{binary}" in a]
-        uses_binary += [f"spec.run.env.{schema.key(k)}" for k, v in env.items() if "{binary}" in v]
+        uses_binary += [
+            f"spec.run.env.{schema_errors.key(k)}" for k, v in env.items() if "{binary}" in v
+        ]
         if uses_binary and go_build is None:
             self.fail(uses_binary[0], "{binary} needs spec.run.goBuild (the Go module to build)")
         pod = run.get("podEnvironment", True)
@@ -239,7 +242,7 @@ class _Rules:
     def run_env(self, found: dict[str, Any]) -> dict[str, str]:
         env = {key: str(value) for key, value in found.items()}
         for key, value in env.items():
-            self.placeholders_known(value, f"spec.run.env.{schema.key(key)}")
+            self.placeholders_known(value, f"spec.run.env.{schema_errors.key(key)}")
         return env
 
     def executable(
@@ -261,7 +264,7 @@ class _Rules:
         harness mounts into the container and points the value at)."""
         values = {"profile_dir": str(self.base.resolve())}
         fields = [(f"spec.run.args[{i}]", a) for i, a in enumerate(command)]
-        fields += [(f"spec.run.env.{schema.key(k)}", v) for k, v in env.items()]
+        fields += [(f"spec.run.env.{schema_errors.key(k)}", v) for k, v in env.items()]
         for where, text in fields:
             if "{kubeconfig}" in text:
                 self.fail(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.cluster import identity, toolchain
+from harness.cluster import builds, identity
 from harness.errors import UserError, shown, shown_path
 from harness.profile import schema
 from harness.profile.deploy import DeployFolder
@@ -191,7 +191,7 @@ class Profile:
             values["binary"] = (
                 IMAGE_BINARY
                 if self.run.image is not None
-                else str(self.run.built or toolchain.go_module_binary(self.run.go_build))
+                else str(self.run.built or builds.go_module_binary(self.run.go_build))
             )
         return values
 

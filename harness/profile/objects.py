@@ -2,7 +2,7 @@
 a Secret per cluster named by its own rule, a CRD of its own.
 
 Each entry is a file or a folder of YAML (relative to the profile) or a manifest written
-inline. String values may hold placeholders (see harness.profile.templates): `{namespace}` (Kueue's
+inline. String values may hold placeholders (see harness.templates): `{namespace}` (Kueue's
 namespace on the manager, where the dispatcher runs), `{dispatcher_name}`, and `{cluster}`:
 a worker's name. A manager object that names `{cluster}` is made once per worker; a
 `workers` object on every worker, with `{cluster}` its own name. A namespaced object
@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 import yaml
 from kubernetes.client.rest import ApiException
 
+from harness import templates
 from harness.cluster import kube
 from harness.cluster.environment import Cluster, Environment
 from harness.errors import UserError, one_line
-from harness.profile import templates
 
 PLACES = ("manager", "workers")
 PLACEHOLDERS = ("namespace", "dispatcher_name", "cluster")

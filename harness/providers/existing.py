@@ -18,20 +18,17 @@ import yaml
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from harness.cluster import kube, kubeconfig, rundir
+from harness.cluster import inventory, kube, kubeconfig, rundir
 from harness.cluster.environment import Cluster, Environment
-from harness.cluster.kueue_install import NAMESPACE
+from harness.cluster.kueue_install import CONFIG_KEY, CONFIG_MAP, NAMESPACE
 from harness.cluster.multikueue import API
 from harness.cluster.versions import MATRIX, Versions
 from harness.errors import UserError, shown, shown_path
-from harness.scenarios import inventory
 from harness.userfiles import expand_user, file_problem, is_file
 
 MANAGER = "manager"
 DEFAULT_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 DEPLOYMENT = "kueue-controller-manager"
-CONFIG_MAP = "kueue-manager-config"
-CONFIG_KEY = "controller_manager_config.yaml"
 VERSION_LABEL = "app.kubernetes.io/version"
 KUEUE_CRDS = tuple(
     f"{plural}.kueue.x-k8s.io"

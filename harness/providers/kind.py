@@ -1,7 +1,8 @@
 """The kind provider: a manager and N worker kind clusters with Kueue's release manifests.
 
-Planning is pure (the commands and manifests for each step), execution is a thin
-loop over a command runner, so every command is unit-tested without Docker.
+Planning is pure (the commands in kind_commands.py, what they write in kind_config.py),
+execution here is a thin loop over a command runner, so every command is unit-tested
+without Docker.
 Worker kubeconfig files hold two contexts: `internal` (current; what the manager's
 Kueue uses, https://<name>-control-plane:6443 on the kind docker network) and
 `external` (127.0.0.1, what the harness and kubectl use via Cluster.context).
@@ -10,219 +11,75 @@ at once never collide, and deletes them at down(); `dev` reuses clusters named
 `mkdc-<cluster>` and keeps them.
 Images: `release` uses kind's published node image and Kueue's released manifests (a
 registry in reach); `built` builds the node, Kueue and KWOK images here from the same
-Go-module binaries as the local provider (kind_images.py) and renders the manifests from
-the modules; `auto` picks `built` when registry.k8s.io does not answer.
+Go-module binaries as the local provider (kind_node.py, kind_images.py) and renders the
+manifests from the modules; `auto` picks `built` when registry.k8s.io does not answer.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import secrets
 import shutil
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.cluster import kueue_install, multikueue, rundir, toolchain
+from harness.cluster import inventory, kueue_install, kwok, multikueue, rundir, upstream
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.versions import Versions
 from harness.errors import UserError
-from harness.providers import kind_images
-from harness.providers.local import fake_node
-from harness.scenarios import inventory
+from harness.providers import kind_node
+from harness.providers.kind_commands import (
+    TRANSIENT_ATTEMPTS,
+    TRANSIENT_KUBECTL_ERRORS,
+    Cmd,
+    KindCluster,
+    Result,
+    Runner,
+    Sources,
+    create_cmd,
+    delete_cmd,
+    install_plan,
+    kubeconfig_cmd,
+    kubectl,
+    network_inspect_cmd,
+    network_rm_cmd,
+    node_address_cmd,
+    subprocess_runner,
+)
+from harness.providers.kind_config import (
+    AUDIT_LOG_FILE,
+    AUDIT_POLICY_FILE,
+    EXTERNAL,
+    INTERNAL,
+    KUEUE_DEPLOYMENT,
+    NS,
+    audit_policy,
+    by_address,
+    kueue_configuration,
+    merged_kubeconfig,
+    render_kind_config,
+)
 
-# kind-configs/ at the checkout's top, their one source; an installed mkdc has them as
-# the package data of harness.kind_configs, mapped from there (pyproject.toml)
-_SHIPPED = Path(__file__).resolve().parents[1] / "kind_configs"
-CONFIG_DIR = _SHIPPED if _SHIPPED.is_dir() else Path(__file__).resolve().parents[2] / "kind-configs"
-KUEUE_URL = "https://github.com/kubernetes-sigs/kueue/releases/download/v{version}/manifests.yaml"
-KWOK_URL = "https://github.com/kubernetes-sigs/kwok/releases/download/v{version}/kwok.yaml"
-NS = kueue_install.NAMESPACE
-KUEUE_DEPLOYMENT = "kueue-controller-manager"
-KWOK_DEPLOYMENT = "kwok-controller"
-KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
-CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
-HASH_ANNOTATION = "mkdc.x-k8s.io/config-hash"
-INTERNAL, EXTERNAL = "internal", "external"
 MODES = ("ci", "dev")
 IMAGES = ("auto", "built", "release")
-KIND_NETWORK = "kind"  # the docker network kind puts every cluster's node on
 FIX = {
     "kind": "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)",
     "docker": "install Docker (https://docs.docker.com/engine/install/), or run"
     " scripts/docker-engine as root on Debian or Ubuntu",
     "kubectl": "install kubectl (https://kubernetes.io/docs/tasks/tools/)",
 }
-# Kubernetes 1.35+ kubelets refuse a cgroup v1 host unless told otherwise.
-CGROUP_V1_PATCH = "kind: KubeletConfiguration\nfailCgroupV1: false\n"
-# etcd without fsync, as on the local provider: a throwaway test cluster loses nothing
-# it needs on a crash, and several clusters' fsyncs on one disk made etcd time out
-# requests while Kueue's CRDs were applied ("etcdserver: request timed out").
-ETCD_NO_FSYNC_PATCH = (
-    "kind: ClusterConfiguration\netcd:\n  local:\n    extraArgs:\n"
-    '    - name: unsafe-no-fsync\n      value: "true"\n'
-)
-# What kubectl prints when the server was only too busy or restarting, not refusing:
-# the command is idempotent (apply, patch, wait), so it is made again.
-TRANSIENT_KUBECTL_ERRORS = (
-    "etcdserver: request timed out",
-    "etcdserver: leader changed",
-    "(InternalError)",
-    "(ServiceUnavailable)",
-    "(TooManyRequests)",
-    "(Timeout)",
-    "TLS handshake timeout",
-    "connection refused",
-    "http2: client connection lost",
-    "i/o timeout",
-)
-TRANSIENT_ATTEMPTS = 6
-AUDIT_DIR = "/var/log/mkdc-audit"  # in the manager's node, a folder of the run directory
-AUDIT_POLICY_FILE, AUDIT_LOG_FILE = "audit-policy.yaml", "audit.log"
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class Cmd:
-    """One command; `attempts` > 1 retries it (with a pause) until it succeeds."""
-
-    argv: tuple[str, ...]
-    stdin: str | None = None
-    attempts: int = 1
-
-
-@dataclass(frozen=True)
-class Result:
-    returncode: int
-    stdout: str = ""
-    stderr: str = ""
-
-
-Runner = Callable[[Cmd], Result]
-
-
-def subprocess_runner(cmd: Cmd) -> Result:
-    try:
-        p = subprocess.run(
-            list(cmd.argv), input=cmd.stdin, capture_output=True, text=True, check=False
-        )
-    except OSError as exc:
-        return Result(127, "", str(exc))
-    return Result(p.returncode, p.stdout, p.stderr)
-
-
-@dataclass(frozen=True)
-class KindCluster:
-    """One harness cluster (`manager`, `worker1`, ...) and its kind cluster."""
-
-    name: str
-    kind_name: str
-    role: str
-    run_dir: Path
-
-    @property
-    def is_worker(self) -> bool:
-        return self.role == "worker"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.run_dir / f"{self.name}.kubeconfig"
-
-    @property
-    def node(self) -> str:
-        return f"{self.kind_name}-control-plane"
-
-
-# --------------------------------------------------------------- pure planning
-
-
-def node_image(v: Versions) -> str:
-    return f"kindest/node:v{v.kubernetes}"
-
-
-def built_node_patches(v: Versions) -> list[str]:
-    """kubeadm patches for a node image built here: our etcd's and CoreDNS's own tags
-    (the images in the node's store; nothing is pulled)."""
-    return [
-        "kind: InitConfiguration\nskipPhases: [preflight]\n",
-        f"kind: ClusterConfiguration\netcd:\n  local:\n    imageTag: {v.etcd}-0\n"
-        f"dns:\n  imageTag: v{v.coredns}\n",
-    ]
-
-
-def audit_patch() -> str:
-    """The manager's kube-apiserver keeps an audit log, as the local provider's does, in
-    a folder of the host mounted into the node (AUDIT_DIR): the recorder tails it there."""
-    args = {
-        "audit-policy-file": f"{AUDIT_DIR}/{AUDIT_POLICY_FILE}",
-        "audit-log-path": f"{AUDIT_DIR}/{AUDIT_LOG_FILE}",
-        "audit-log-format": "json",
-        "audit-log-maxbackup": "0",
-    }
-    server = {
-        "extraArgs": [{"name": k, "value": v} for k, v in args.items()],
-        "extraVolumes": [
-            {"name": "mkdc-audit", "hostPath": AUDIT_DIR, "mountPath": AUDIT_DIR},
-        ],
-    }
-    return yaml.safe_dump({"kind": "ClusterConfiguration", "apiServer": server})
-
-
-def audit_policy() -> dict[str, Any]:
-    """The local provider's policy, less Kueue's own requests beyond Workloads: on kind
-    Kueue is a ServiceAccount of kueue-system, the group whose every request is logged
-    for the dispatcher's sake."""
-    from harness.providers.local import AUDIT_POLICY
-
-    rules = list(AUDIT_POLICY["rules"])
-    kueue = f"system:serviceaccount:{NS}:{KUEUE_DEPLOYMENT}"
-    rules.insert(2, {"level": "None", "users": [kueue]})
-    return {**AUDIT_POLICY, "rules": rules}
-
-
-def render_kind_config(
-    role: str,
-    v: Versions,
-    config_dir: Path = CONFIG_DIR,
-    *,
-    image: str | None = None,
-    built: bool = False,
-    cgroup_v1: bool = False,
-    audit_dir: Path | None = None,
-) -> dict[str, Any]:
-    """kind_configs/<role>.yaml with every node pinned to the node image (kind's for the
-    selected Kubernetes version, or `image` built here) and the patches this host needs;
-    with `audit_dir` (the manager) its apiserver's audit log is written there."""
-    path = config_dir / f"{role}.yaml"
-    if not path.is_file():
-        raise UserError(f"kind config {path} is missing: reinstall mkdc (it ships them)")
-    cfg = yaml.safe_load(path.read_text())
-    for node in cfg.setdefault("nodes", [{"role": "control-plane"}]):
-        node["image"] = image or node_image(v)
-        if audit_dir is not None:
-            mount = {"hostPath": str(audit_dir), "containerPath": AUDIT_DIR}
-            node.setdefault("extraMounts", []).append(mount)
-    patches = cfg.setdefault("kubeadmConfigPatches", [])
-    patches.append(ETCD_NO_FSYNC_PATCH)
-    if audit_dir is not None:
-        patches.append(audit_patch())
-    if cgroup_v1:
-        patches.append(CGROUP_V1_PATCH)
-    if built:
-        patches += built_node_patches(v)
-        cfg.setdefault("networking", {})["disableDefaultCNI"] = True  # the image's bridge
-    return cfg
+# ------------------------------------------------------------ the host's limits
 
 
 INOTIFY = Path("/proc/sys/fs/inotify")
@@ -259,230 +116,6 @@ def registry_answers(host: str = "registry.k8s.io", timeout: float = 3.0) -> boo
         return False
 
 
-def kueue_configuration(
-    defaults: dict[str, Any],
-    *,
-    kueue_version: str,
-    manager: bool,
-    dispatcher_name: str | None = None,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The release's configuration, reduced to batch/job, plus MultiKueue and the profile's extra.
-
-    Kueue runs in a pod here, so the release's leader election, internal certificates,
-    webhook and metrics ports stay as shipped (unlike the local provider's processes).
-    """
-    cfg = kueue_install.deep_merge(
-        defaults,
-        {
-            "apiVersion": kueue_install.config_api_version(kueue_version),
-            "kind": "Configuration",
-            "namespace": NS,
-            "leaderElection": {"leaderElect": True},
-            "internalCertManagement": {"enable": True},
-            "integrations": {"frameworks": ["batch/job"]},
-        },
-    )
-    if manager:
-        multikueue_cfg: dict[str, Any] = {"gcInterval": "30s", "workerLostTimeout": "2m"}
-        if dispatcher_name:
-            multikueue_cfg["dispatcherName"] = dispatcher_name
-        cfg = kueue_install.deep_merge(cfg, {"multiKueue": multikueue_cfg})
-    return kueue_install.deep_merge(cfg, extra or {})
-
-
-def config_hash(cfg: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def pin_patch(cfg_hash: str | None = None) -> dict[str, Any]:
-    """Run a deployment on the real node (tolerating its taint), never on a KWOK node.
-
-    A changed config hash in the pod template restarts Kueue; an unchanged one
-    (dev mode, same profile) leaves the running pod alone.
-    """
-    template: dict[str, Any] = {
-        "spec": {
-            "nodeSelector": {CONTROL_PLANE: ""},
-            "tolerations": [{"key": CONTROL_PLANE, "operator": "Exists", "effect": "NoSchedule"}],
-        }
-    }
-    if cfg_hash:
-        template["metadata"] = {"annotations": {HASH_ANNOTATION: cfg_hash}}
-    return {"spec": {"template": template}}
-
-
-def _single(kc: dict[str, Any], name: str) -> dict[str, list[dict[str, Any]]]:
-    """The current context of a kind kubeconfig, renamed to `name`."""
-    ctx = next(c for c in kc["contexts"] if c["name"] == kc["current-context"])["context"]
-    cluster = next(c for c in kc["clusters"] if c["name"] == ctx["cluster"])["cluster"]
-    user = next(u for u in kc["users"] if u["name"] == ctx["user"])["user"]
-    return {
-        "clusters": [{"name": name, "cluster": cluster}],
-        "users": [{"name": name, "user": user}],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
-    }
-
-
-def merged_kubeconfig(current: str, parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One kubeconfig holding each named part as a context; `current` is the current one."""
-    out: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [],
-        "users": [],
-        "contexts": [],
-        "current-context": current,
-        "preferences": {},
-    }
-    for name, kc in parts.items():
-        for section, entries in _single(kc, name).items():
-            out[section] += entries
-    return out
-
-
-def kubectl(c: KindCluster, *args: str) -> tuple[str, ...]:
-    return ("kubectl", "--kubeconfig", str(c.kubeconfig), "--context", EXTERNAL, *args)
-
-
-def create_cmd(c: KindCluster, config_path: Path) -> Cmd:
-    """`kind create cluster`, writing its kubeconfig to the run dir, not ~/.kube/config."""
-    kind_kubeconfig = c.run_dir / f"{c.name}.kind-kubeconfig"
-    args = ["--name", c.kind_name, "--config", str(config_path)]
-    args += ["--kubeconfig", str(kind_kubeconfig), "--wait", "300s"]  # a loaded machine
-    return Cmd(("kind", "create", "cluster", *args))
-
-
-def delete_cmd(kind_name: str) -> Cmd:
-    return Cmd(("kind", "delete", "cluster", "--name", kind_name))
-
-
-def kubeconfig_cmd(kind_name: str, internal: bool = False) -> Cmd:
-    flags = ("--internal",) if internal else ()
-    return Cmd(("kind", "get", "kubeconfig", *flags, "--name", kind_name))
-
-
-def network_inspect_cmd() -> Cmd:
-    return Cmd(("docker", "network", "inspect", "--format", "{{.Name}}", KIND_NETWORK))
-
-
-def network_rm_cmd() -> Cmd:
-    return Cmd(("docker", "network", "rm", KIND_NETWORK))
-
-
-def node_address_cmd(c: KindCluster) -> Cmd:
-    """The node's address on the kind network, which the other clusters' pods reach."""
-    template = f'{{{{(index .NetworkSettings.Networks "{KIND_NETWORK}").IPAddress}}}}'
-    return Cmd(("docker", "inspect", "--format", template, c.node))
-
-
-def by_address(kc: dict[str, Any], address: str) -> dict[str, Any]:
-    """`kind get kubeconfig --internal` with the node's address for its host name: a pod
-    resolves the container's name only through CoreDNS forwarding to Docker's DNS, which
-    no check here relies on; the address needs no DNS, and the apiserver's certificate
-    names both."""
-    for entry in kc["clusters"]:
-        entry["cluster"]["server"] = re.sub(
-            r"^https://[^:/]+", f"https://{address}", entry["cluster"]["server"]
-        )
-    return kc
-
-
-def _yaml_stream(docs: Sequence[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all(list(docs), sort_keys=False)
-
-
-def kwok_stages(man: toolchain.Manifests) -> str:
-    """The local provider's stages plus node heartbeats (kind runs a node lifecycle controller)."""
-    node_dir = man.kwok_stages[0].parent.parent  # .../kustomize/stage/node
-    files = [*man.kwok_stages, node_dir / "heartbeat-with-lease/node-heartbeat-with-lease.yaml"]
-    return "\n---\n".join(p.read_text().strip() for p in files) + "\n"
-
-
-def probe_cluster_queue() -> dict[str, Any]:
-    return {
-        "apiVersion": multikueue.API,
-        "kind": "ClusterQueue",
-        "metadata": {"name": "mkdc-probe"},
-    }
-
-
-@dataclass(frozen=True)
-class Sources:
-    """Where Kueue's and KWOK's install manifests come from (a release URL or a file
-    rendered here), and image archives to load into the nodes first."""
-
-    kueue: str
-    kwok: str
-    images: tuple[Path, ...] = ()  # every cluster
-    worker_images: tuple[Path, ...] = ()
-
-
-def release_sources(v: Versions) -> Sources:
-    return Sources(KUEUE_URL.format(version=v.kueue), KWOK_URL.format(version=v.kwok))
-
-
-def install_plan(
-    c: KindCluster,
-    v: Versions,
-    man: toolchain.Manifests,
-    kueue_cfg: dict[str, Any],
-    nodes: Sequence[dict[str, Any]] = (),
-    extra_manifests: Sequence[Path] = (),
-    sources: Sources | None = None,
-) -> list[Cmd]:
-    """Every command that installs Kueue (and KWOK on workers) on one cluster, in order.
-
-    `extra_manifests` (e.g. Kueue's clear-nominated-cluster-names admission policy on
-    the manager) are applied once the CRDs they may refer to are established.
-    """
-    src = sources or release_sources(v)
-
-    def k(*args: str, stdin: str | None = None, attempts: int = 1) -> Cmd:
-        return Cmd(kubectl(c, *args), stdin, attempts)
-
-    apply = ("apply", "--server-side", "--force-conflicts")
-    rollout = ("rollout", "status", "--timeout=300s")
-    worker = c.is_worker
-    archives = [*src.images, *(src.worker_images if worker else ())]
-    loads = [
-        Cmd(("kind", "load", "image-archive", str(a), "--name", c.kind_name)) for a in archives
-    ]
-    kwok = [k(*apply, "-f", src.kwok)] if worker else []
-    cmds = [
-        *loads,
-        k(*apply, "-f", src.kueue),
-        k(*apply, "-f", str(man.provisioning_request_crd)),
-        *kwok,
-        k("wait", "--for=condition=Established", "crd", "--all", "--timeout=120s"),
-    ]
-    if worker:
-        cmds.append(k(*apply, "-f", "-", stdin=kwok_stages(man)))
-    cm = _yaml_stream([kueue_install.manager_config_map(kueue_cfg, v.kueue)])
-    cmds.append(k(*apply, "--field-manager=mkdc", "-f", "-", stdin=cm))
-    cmds += [k(*apply, "-f", str(path)) for path in extra_manifests]
-    if worker:  # Job pods must land on KWOK nodes, never pull images on the real one
-        cmds.append(k("taint", "node", c.node, f"{CONTROL_PLANE}=:NoSchedule", "--overwrite"))
-    patch = json.dumps(pin_patch(config_hash(kueue_cfg)), sort_keys=True)
-    cmds.append(k("-n", NS, "patch", "deployment", KUEUE_DEPLOYMENT, "-p", patch))
-    if worker:
-        patch = json.dumps(pin_patch(), sort_keys=True)
-        cmds.append(k("-n", "kube-system", "patch", "deployment", KWOK_DEPLOYMENT, "-p", patch))
-    cmds.append(k("-n", NS, *rollout, f"deployment/{KUEUE_DEPLOYMENT}"))
-    if worker:
-        cmds += [
-            k("-n", "kube-system", *rollout, f"deployment/{KWOK_DEPLOYMENT}"),
-            k(*apply, "-f", "-", stdin=_yaml_stream(nodes)),
-            k("wait", "--for=condition=Ready", "node", "-l", "type=kwok", "--timeout=120s"),
-        ]
-    # the cluster's DNS answers (it reaches the apiserver through the Service network)
-    cmds.append(k("-n", "kube-system", *rollout, "deployment/coredns"))
-    # Kueue's webhooks answer only once its certificates are in place
-    probe = _yaml_stream([probe_cluster_queue()])
-    cmds.append(k("create", "--dry-run=server", "-o", "name", "-f", "-", stdin=probe, attempts=60))
-    return cmds
-
-
 # ------------------------------------------------------------------- executor
 
 
@@ -508,14 +141,14 @@ class KindProvider:
         node_capacity: dict[str, str] | None = None,
         runner: Runner = subprocess_runner,
         which: Callable[[str], str | None] = shutil.which,
-        manifests: Callable[[Versions], toolchain.Manifests] = toolchain.manifests,
+        manifests: Callable[[Versions], upstream.Manifests] = upstream.manifests,
         wire: Callable[[Environment], None] = multikueue.wire,
         sleep: Callable[[float], None] = time.sleep,
         progress: Progress | None = None,
         parallel: bool = True,
         images: str = "auto",
         cgroup_v1: bool | None = None,
-        build_images: Callable[[Versions, Path, Progress], kind_images.Built] = kind_images.prepare,
+        build_images: Callable[[Versions, Path, Progress], kind_node.Built] = kind_node.prepare,
         registry_answers: Callable[[], bool] = registry_answers,
         inotify: Path | None = INOTIFY,
     ) -> None:
@@ -673,7 +306,7 @@ class KindProvider:
             worker_images=built.worker_images,
         )
 
-    def _resolve_write_mode(self, man: toolchain.Manifests) -> None:
+    def _resolve_write_mode(self, man: upstream.Manifests) -> None:
         """The same nominationWrites rules as the local provider, before any cluster exists."""
         minor = self.versions.kubernetes_minor
         self.write_mode = self.write_mode or kueue_install.default_write_mode(man, minor)
@@ -693,7 +326,7 @@ class KindProvider:
             for n in names
         ]
 
-    def _up(self, man: toolchain.Manifests) -> Environment:
+    def _up(self, man: upstream.Manifests) -> Environment:
         assert self.run_dir is not None
         clusters = self.plan_clusters(self.run_dir)
         present = set(self._run(Cmd(("kind", "get", "clusters"))).split())
@@ -752,10 +385,10 @@ class KindProvider:
     def _audit_info(self, manager: KindCluster) -> dict[str, str]:
         """The manager's audit log, where this run made the cluster with one (a reused dev
         cluster may predate it)."""
-        audit = self._audit_dir(manager)
-        if audit is None or manager.kind_name not in self.created:
+        audit_dir = self._audit_dir(manager)
+        if audit_dir is None or manager.kind_name not in self.created:
             return {}
-        return {"auditLog": str(audit / AUDIT_LOG_FILE)}
+        return {"auditLog": str(audit_dir / AUDIT_LOG_FILE)}
 
     def _audit_dir(self, c: KindCluster) -> Path | None:
         """The manager's audit folder in the run directory; None for a worker, and in dev
@@ -766,18 +399,18 @@ class KindProvider:
 
     def _create(self, c: KindCluster) -> None:
         config = c.run_dir / f"{c.name}.kind.yaml"
-        audit = self._audit_dir(c)
-        if audit is not None:  # the log made first, so whoever runs mkdc can read it
-            audit.mkdir(mode=0o755, exist_ok=True)
-            (audit / AUDIT_POLICY_FILE).write_text(yaml.safe_dump(audit_policy()))
-            (audit / AUDIT_LOG_FILE).touch(mode=0o644)
+        audit_dir = self._audit_dir(c)
+        if audit_dir is not None:  # the log made first, so whoever runs mkdc can read it
+            audit_dir.mkdir(mode=0o755, exist_ok=True)
+            (audit_dir / AUDIT_POLICY_FILE).write_text(yaml.safe_dump(audit_policy()))
+            (audit_dir / AUDIT_LOG_FILE).touch(mode=0o644)
         cfg = render_kind_config(
             c.role,
             self.versions,
             image=self.node_image,
             built=self.node_image is not None,
             cgroup_v1=self.cgroup_v1,
-            audit_dir=audit,
+            audit_dir=audit_dir,
         )
         config.write_text(yaml.safe_dump(cfg))
         self.created.append(c.kind_name)  # before: an interrupted create leaves containers
@@ -794,7 +427,7 @@ class KindProvider:
         c.kubeconfig.write_text(yaml.safe_dump(kc))
         c.kubeconfig.chmod(0o600)
 
-    def _install(self, c: KindCluster, man: toolchain.Manifests, defaults: dict[str, Any]) -> None:
+    def _install(self, c: KindCluster, man: upstream.Manifests, defaults: dict[str, Any]) -> None:
         cfg = kueue_configuration(
             defaults,
             kueue_version=self.versions.kueue,
@@ -805,7 +438,7 @@ class KindProvider:
         if not c.is_worker:
             self.feature_gates = kueue_install.gates_as_run(man, cfg)
         nodes = [
-            fake_node(f"{c.name}-kwok-node{i}", self.node_capacity)
+            kwok.fake_node(f"{c.name}-kwok-node{i}", self.node_capacity)
             for i in range(1, self.nodes_per_worker + 1)
         ]
         policy = self.write_mode == kueue_install.ADMISSION_POLICY and not c.is_worker

@@ -15,111 +15,47 @@ import ssl
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.cluster import kube, kueue_install, mountns, multikueue, pki, rundir, toolchain
-from harness.cluster.environment import Cluster, Environment
+from harness.cluster import (
+    audit,
+    kube,
+    kueue_install,
+    kwok,
+    multikueue,
+    pki,
+    rundir,
+    toolchain,
+    upstream,
+    workloads,
+)
+from harness.cluster.environment import Environment
 from harness.cluster.procs import Supervisor, free_port
 from harness.cluster.versions import Versions
 from harness.errors import UserError
 from harness.providers import FAULTS
-from harness.scenarios import workloads
+from harness.providers.local_processes import (
+    LocalCluster,
+    apiserver_command,
+    controller_manager_command,
+    etcd_command,
+    go_runtime,
+    kueue_command,
+    kwok_command,
+    process_kind,
+    scheduler_command,
+    stop_layer,
+)
 
 MANAGER = "manager"
 Progress = Callable[[str], None]
 
-AUDIT_POLICY: dict[str, Any] = {
-    "apiVersion": "audit.k8s.io/v1",
-    "kind": "Policy",
-    "omitStages": ["RequestReceived"],
-    "rules": [
-        {
-            "level": "Request",
-            "verbs": ["create", "update", "patch", "delete", "deletecollection"],
-            "resources": [
-                {"group": "kueue.x-k8s.io", "resources": ["workloads", "workloads/status"]}
-            ],
-        },
-        {  # when a (re)started dispatcher is back: its first list or watch of Workloads;
-            # a GET of one: whether it re-read a Workload its write was refused for (409)
-            "level": "Metadata",
-            "verbs": ["list", "watch", "get"],
-            "resources": [{"group": "kueue.x-k8s.io", "resources": ["workloads"]}],
-        },
-        {  # every other request of a dispatcher's identity: what it was refused (403)
-            "level": "Metadata",
-            "userGroups": [f"system:serviceaccounts:{kueue_install.NAMESPACE}"],
-        },
-        {"level": "None"},
-    ],
-}
-
-
 NODE_CAPACITY = {"cpu": "64", "memory": "256Gi", "pods": "250"}  # each fake node
-
-# The Go collector's pacing for the processes whose heap is large: a kube-apiserver holds
-# a large live heap (mostly OpenAPI documents of the built-in and Kueue types) and, at
-# Go's default GOGC=100, grows to twice that before collecting. GOGC=75 collects at 1.75x:
-# about the CPU of Go's default for noticeably less memory, while 50 costs more CPU
-# (`python -m harness.tools.bench_up`; the figures are in docs/benchmarks.md).
-# Safe: it changes when garbage is collected, never what any server does; no hard limit
-# (GOMEMLIMIT) is set, so a server under load is never starved into collecting nonstop.
-GO_RUNTIME = {"apiserver": {"GOGC": "75"}, "etcd": {"GOGC": "75"}}
-# A worker's processes run Go code on one thread at a time. At Go's default (a P per core)
-# each of a 1+20 environment's 100 Go processes keeps two Ps, whose threads spin looking
-# for work and run collection workers side by side, on the few cores all of them share:
-# a 1+20 bring-up is faster and uses less CPU this way (`python -m harness.tools.bench_up
-# --workers 20`; the figures are in docs/benchmarks.md). Safe: it bounds how many threads
-# run a worker's Go code at once, never what the process does, and a worker's load (its
-# share of a scenario's workloads) gets less than a core anyway beside 20 other clusters
-# on 2 cores. The manager, where bursts and the benchmark's 1000 workloads land, keeps
-# every core, as does etcd.
-WORKER_GO_RUNTIME = {"GOMAXPROCS": "1"}
-
-
-@dataclass
-class LocalCluster:
-    """Ports and files of one local cluster."""
-
-    name: str
-    role: str
-    dir: Path
-    apiserver_port: int = field(default_factory=free_port)
-    webhook_port: int = field(default_factory=free_port)
-    health_port: int = field(default_factory=free_port)
-    scheduler_port: int = field(default_factory=free_port)
-    kwok_port: int = field(default_factory=free_port)
-
-    @property
-    def is_worker(self) -> bool:
-        return self.role == "worker"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.dir / "admin.kubeconfig"
-
-    @property
-    def kueue_kubeconfig(self) -> Path:
-        """Kueue's own identity, so the audit log tells its writes from others'."""
-        return self.dir / "kueue.kubeconfig"
-
-    @property
-    def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
-
-    def to_cluster(self) -> Cluster:
-        return Cluster(
-            self.name,
-            self.kubeconfig,
-            self.role,
-            {"apiserver": self.apiserver_port, "kueueWebhook": self.webhook_port},
-        )
 
 
 class LocalProvider:
@@ -170,11 +106,11 @@ class LocalProvider:
         self.argv: dict[str, list[str]] = {}
         self.env: dict[str, dict[str, str]] = {}
         self.etcd_port = 0
-        self._checked: tuple[dict[str, Path], toolchain.Manifests, str] | None = None
+        self._checked: tuple[dict[str, Path], upstream.Manifests, str] | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
-    def check(self) -> tuple[dict[str, Path], toolchain.Manifests, str]:
+    def check(self) -> tuple[dict[str, Path], upstream.Manifests, str]:
         """The binaries and manifests a bring-up needs, and the write mode it uses (the
         profile's, or the versions' default) where they support it; UserError saying what
         is missing or wrong. Nothing is started or written; looked up once."""
@@ -182,9 +118,9 @@ class LocalProvider:
             self._checked = self._inputs()
         return self._checked
 
-    def _inputs(self) -> tuple[dict[str, Path], toolchain.Manifests, str]:
+    def _inputs(self) -> tuple[dict[str, Path], upstream.Manifests, str]:
         bins = self._binaries()
-        man = toolchain.manifests(self.versions)
+        man = upstream.manifests(self.versions)
         write_mode = self.write_mode or kueue_install.default_write_mode(
             man, self.versions.kubernetes_minor
         )
@@ -217,7 +153,7 @@ class LocalProvider:
             self.progress(f"bring-up failed; the components' logs are kept in {kept}")
             raise
 
-    def _up(self, bins: dict[str, Path], man: toolchain.Manifests) -> Environment:
+    def _up(self, bins: dict[str, Path], man: upstream.Manifests) -> Environment:
         assert self.run_dir is not None
         started = time.monotonic()
         names = [MANAGER, *self.worker_names]
@@ -298,7 +234,7 @@ class LocalProvider:
             self.supervisor.send_signal(process, signal.SIGCONT)
             return
         self.supervisor.start(
-            process, self.argv[process], env=self.env.get(process), layer=_layer(process)
+            process, self.argv[process], env=self.env.get(process), layer=stop_layer(process)
         )
         kind = process_kind(process)
         cluster = self.clusters.get(process.removesuffix(f"-{kind}"))
@@ -347,7 +283,7 @@ class LocalProvider:
         self.dispatcher_name = dispatcher_name
         manager = self.clusters[MANAGER]
         dyn = kube.dynamic_client(kube.api_client(manager.kubeconfig))
-        self._write_kueue_config(manager, toolchain.manifests(self.versions), dyn)
+        self._write_kueue_config(manager, upstream.manifests(self.versions), dyn)
         self.interrupt(f"{MANAGER}-kueue", "stop")
         self.resume(f"{MANAGER}-kueue")
         # its webhook answers before its queue cache is filled: the environment's own queue
@@ -375,7 +311,7 @@ class LocalProvider:
         self.argv[name] = argv
         env = {**go_runtime(name, self.worker_names), **(env or {})}
         self.env[name] = env
-        self.supervisor.start(name, argv, env=env, layer=_layer(name))
+        self.supervisor.start(name, argv, env=env, layer=stop_layer(name))
 
     def _write_credentials(self, ca: pki.CertificateAuthority) -> None:
         assert self.run_dir is not None
@@ -400,22 +336,7 @@ class LocalProvider:
     def _start_etcd(self, etcd: Path) -> int:
         assert self.run_dir is not None
         client_port, peer_port = free_port(), free_port()
-        self._start(
-            "etcd",
-            [
-                str(etcd),
-                f"--data-dir={self.run_dir / 'etcd'}",
-                f"--listen-client-urls=http://127.0.0.1:{client_port}",
-                f"--advertise-client-urls=http://127.0.0.1:{client_port}",
-                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
-                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
-                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
-                "--listen-metrics-urls=",
-                "--unsafe-no-fsync",
-                "--quota-backend-bytes=4294967296",
-                "--log-level=warn",
-            ],
-        )
+        self._start("etcd", etcd_command(etcd, self.run_dir / "etcd", client_port, peer_port))
         self.etcd_port = client_port
         self._wait_etcd()
         return client_port
@@ -433,38 +354,11 @@ class LocalProvider:
 
     def _start_apiserver(self, c: LocalCluster, binary: Path, etcd_port: int) -> None:
         assert self.run_dir is not None
-        r = self.run_dir
-        argv = [
-            str(binary),
-            f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            f"--etcd-prefix=/mkdc/{c.name}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={c.apiserver_port}",
-            f"--tls-cert-file={r / 'serving.crt'}",
-            f"--tls-private-key-file={r / 'serving.key'}",
-            f"--client-ca-file={r / 'ca.crt'}",
-            f"--service-account-key-file={r / 'sa.pub'}",
-            f"--service-account-signing-key-file={r / 'sa.key'}",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            "--service-cluster-ip-range=10.96.0.0/16",
-            "--authorization-mode=RBAC",
-            "--endpoint-reconciler-type=none",
-            "--enable-priority-and-fairness=false",
-            "--profiling=false",
-            "--event-ttl=2h",
-            # no kubelet or node lifecycle controller: nodes must not start tainted
-            "--disable-admission-plugins=TaintNodesByCondition",
-        ]
+        policy = None
         if c.role == "manager":
             policy = c.dir / "audit-policy.yaml"
-            policy.write_text(yaml.safe_dump(AUDIT_POLICY))
-            argv += [
-                f"--audit-policy-file={policy}",
-                f"--audit-log-path={c.dir / 'audit.log'}",
-                "--audit-log-format=json",
-                "--audit-log-maxbackup=0",
-            ]
+            policy.write_text(yaml.safe_dump(audit.POLICY))
+        argv = apiserver_command(c, binary, etcd_port, self.run_dir, policy)
         self._start(f"{c.name}-apiserver", argv)
 
     def _wait_apiserver(self, c: LocalCluster) -> None:
@@ -484,25 +378,13 @@ class LocalProvider:
         self,
         c: LocalCluster,
         bins: dict[str, Path],
-        man: toolchain.Manifests,
+        man: upstream.Manifests,
         ca: pki.CertificateAuthority,
     ) -> None:
         assert self.run_dir is not None
-        kubeconfig = str(c.kubeconfig)
+        binary = bins["kube-controller-manager"]
         self._start(
-            f"{c.name}-controller-manager",
-            [
-                str(bins["kube-controller-manager"]),
-                f"--kubeconfig={kubeconfig}",
-                "--controllers=job,garbage-collector-controller,namespace-controller,serviceaccount-controller",
-                "--bind-address=127.0.0.1",
-                "--secure-port=0",
-                "--leader-elect=false",
-                f"--root-ca-file={self.run_dir / 'ca.crt'}",
-                f"--service-account-private-key-file={self.run_dir / 'sa.key'}",
-                "--concurrent-job-syncs=20",
-                "--concurrent-gc-syncs=20",
-            ],
+            f"{c.name}-controller-manager", controller_manager_command(c, binary, self.run_dir)
         )
         dyn = kube.dynamic_client(kube.api_client(c.kubeconfig))
         crds = kueue_install.crds(man, webhook_port=c.webhook_port, ca_pem=ca.cert_pem)
@@ -521,38 +403,14 @@ class LocalProvider:
         self._start_kueue(c, bins["kueue"], man, ca, dyn)
 
     def _start_worker_nodes(
-        self, c: LocalCluster, bins: dict[str, Path], man: toolchain.Manifests, dyn: Any
+        self, c: LocalCluster, bins: dict[str, Path], man: upstream.Manifests, dyn: Any
     ) -> None:
-        kubeconfig = str(c.kubeconfig)
-        self._start(
-            f"{c.name}-scheduler",
-            [
-                str(bins["kube-scheduler"]),
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={c.scheduler_port}",
-                "--leader-elect=false",
-            ],
-        )
+        self._start(f"{c.name}-scheduler", scheduler_command(c, bins["kube-scheduler"]))
         stages = c.dir / "kwok-stages.yaml"
         stages.write_text("\n---\n".join(p.read_text() for p in man.kwok_stages))
-        self._start(
-            f"{c.name}-kwok",
-            [
-                str(bins["kwok"]),
-                f"--kubeconfig={kubeconfig}",
-                "--manage-all-nodes=false",
-                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-                f"--config={stages}",
-                f"--server-address=127.0.0.1:{c.kwok_port}",
-                "--node-ip=127.0.0.1",
-                "--cidr=10.244.0.1/16",
-            ],
-        )
+        self._start(f"{c.name}-kwok", kwok_command(c, bins["kwok"], stages))
         for i in range(1, self.nodes_per_worker + 1):
-            kube.apply(dyn, fake_node(f"{c.name}-node{i}", self.node_capacity))
+            kube.apply(dyn, kwok.fake_node(f"{c.name}-node{i}", self.node_capacity))
 
     def _wait_crds_established(self, c: LocalCluster, dyn: Any, crds: list[dict[str, Any]]) -> None:
         """Until discovery serves every CRD (it lists a CRD only once it is Established).
@@ -574,7 +432,7 @@ class LocalProvider:
         self,
         c: LocalCluster,
         binary: Path,
-        man: toolchain.Manifests,
+        man: upstream.Manifests,
         ca: pki.CertificateAuthority,
         dyn: Any,
     ) -> None:
@@ -590,22 +448,10 @@ class LocalProvider:
         )
         if not c.is_worker and self.write_mode == kueue_install.ADMISSION_POLICY:
             kube.apply_all(dyn, kueue_install.admission_policy_documents(man))
-        self._start(
-            f"{c.name}-kueue",
-            private_etc_command(
-                c.dir,
-                cert_dir,
-                [
-                    str(binary),
-                    f"--config={config_path}",
-                    f"--kubeconfig={c.kueue_kubeconfig}",
-                    "--zap-log-level=2",
-                ],
-            ),
-        )
+        self._start(f"{c.name}-kueue", kueue_command(c, binary, config_path, cert_dir))
         self._wait(f"{c.name} kueue webhooks", lambda: self._probe_webhooks(c, dyn), 120)
 
-    def _write_kueue_config(self, c: LocalCluster, man: toolchain.Manifests, dyn: Any) -> Path:
+    def _write_kueue_config(self, c: LocalCluster, man: upstream.Manifests, dyn: Any) -> Path:
         """Kueue's Configuration for this cluster, as its file and its ConfigMap."""
         config = kueue_install.kueue_configuration(
             kueue_version=self.versions.kueue,
@@ -660,58 +506,6 @@ def keep_logs(run_dir: Path | None) -> Path | None:
     for log_file in logs:
         shutil.copy(log_file, kept / log_file.name)
     return kept
-
-
-PROCESS_KINDS = ("etcd", "apiserver", "controller-manager", "scheduler", "kwok", "kueue")
-
-
-def go_runtime(process: str, worker_names: Collection[str]) -> dict[str, str]:
-    """The Go runtime settings of one of an environment's processes (<cluster>-<kind>)."""
-    kind = process_kind(process)
-    on_worker = process.removesuffix(f"-{kind}") in worker_names
-    return {**GO_RUNTIME.get(kind, {}), **(WORKER_GO_RUNTIME if on_worker else {})}
-
-
-def process_kind(name: str) -> str:
-    """`east-cluster-controller-manager` -> `controller-manager`: processes are named
-    <cluster>-<kind> (cluster names have hyphens of their own), etcd just so."""
-    return next((k for k in PROCESS_KINDS if name == k or name.endswith(f"-{k}")), name)
-
-
-def _layer(process: str) -> int:
-    """etcd stops last, apiservers next to last, their clients first."""
-    if process == "etcd":
-        return 0
-    return 1 if process.endswith("-apiserver") else 2
-
-
-def fake_node(name: str, capacity: dict[str, str]) -> dict[str, Any]:
-    """A Node that KWOK manages: it becomes Ready and runs pods without a kubelet."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
-        },
-        "status": {"capacity": dict(capacity), "allocatable": dict(capacity)},
-    }
-
-
-def private_etc_command(cluster_dir: Path, cert_dir: Path, argv: list[str]) -> list[str]:
-    """Run argv with a private overlay of /etc holding the metrics certs kueue opens.
-
-    Kueue opens /etc/kueue/metrics/certs/tls.{crt,key} at start whenever internal
-    cert management is off, even with metrics disabled. A private mount namespace
-    gives it those files without touching the host's /etc.
-    """
-    setup = [
-        mountns.overlay("/etc", cluster_dir / "etc-upper", cluster_dir / "etc-work"),
-        "mkdir -p /etc/kueue/metrics/certs",
-        f"cp {cert_dir}/tls.crt {cert_dir}/tls.key /etc/kueue/metrics/certs/",
-    ]
-    return mountns.private_command(setup, argv, "kueue")
 
 
 @contextlib.contextmanager

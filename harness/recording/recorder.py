@@ -1,304 +1,47 @@
 """The timeline recorder: watches every cluster and turns changes into events.
 
 One watch thread per (cluster, resource). Each keeps the last seen state of every
-object and emits events for what changed (pure functions below, unit-tested),
-re-lists after a watch expires (410) and keeps retrying while an apiserver is down,
-synthesising deletions for objects that vanished meanwhile. The manager's audit
-log is tailed for the writes a dispatcher made, including rejected or no-op ones,
-for its lists and watches of Workloads (when a restarted dispatcher is back), and for
-the requests authorization refused it (a privilege it lacks).
+object and emits events for what changed (the pure functions of changes.py), re-lists
+after a watch expires (410) and keeps retrying while an apiserver is down, synthesising
+deletions for objects that vanished meanwhile. The manager's audit log is tailed, and
+each entry read by audit_log.py: the writes a dispatcher made, including rejected or
+no-op ones, its lists and watches of Workloads (when a restarted dispatcher is back),
+and the requests authorization refused it (a privilege it lacks).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from harness.cluster import faults, kube
+from harness.cluster import faults
 from harness.cluster.environment import Cluster, Environment
 from harness.cluster.multikueue import API
+from harness.recording.audit_log import audit_events, parse_wall, per_pod_user
+from harness.recording.changes import (
+    MULTIKUEUE_CHECK_CONTROLLER,
+    Change,
+    cluster_changes,
+    config_changes,
+    job_changes,
+    key_of,
+    manager_workload_changes,
+    preemptor_uid,
+    provisioning_changes,
+    worker_workload_changes,
+)
 from harness.recording.timeline import MANAGER, Event, Kind, Timeline
 
 log = logging.getLogger(__name__)
-MULTIKUEUE_CHECK_CONTROLLER = "kueue.x-k8s.io/multikueue"
 PREBUILT_WORKLOAD = "kueue.x-k8s.io/prebuilt-workload-name"
-_UID_IN_MESSAGE = re.compile(r"UID: ([0-9a-f-]{36})")
-
-Change = tuple[Kind, dict[str, Any]]
-
-
-# ------------------------------------------------------------ pure derivations
-
-
-def key_of(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _cond(obj: dict[str, Any] | None, kind: str) -> bool:
-    return bool(obj) and kube.condition_true(obj, kind)  # type: ignore[arg-type]
-
-
-def _status(obj: dict[str, Any] | None) -> dict[str, Any]:
-    return (obj or {}).get("status") or {}
-
-
-def nomination_writer(obj: dict[str, Any]) -> str | None:
-    """The field manager that owns .status.nominatedClusterNames, from managedFields."""
-    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
-        status = (entry.get("fieldsV1") or {}).get("f:status") or {}
-        if "f:nominatedClusterNames" in status:
-            return entry.get("manager")
-    return None
-
-
-def multikueue_check_state(obj: dict[str, Any], mk_checks: Iterable[str]) -> str | None:
-    """State of the workload's MultiKueue admission check (one of `mk_checks`)."""
-    names = set(mk_checks)
-    for check in _status(obj).get("admissionChecks") or []:
-        if check.get("name") in names:
-            return check.get("state")
-    return None
-
-
-def manager_workload_changes(
-    old: dict[str, Any] | None, new: dict[str, Any] | None, mk_checks: Iterable[str] = ()
-) -> list[Change]:
-    """Events for one manager Workload going from `old` to `new` (None = absent)."""
-    if new is None:
-        return [(Kind.WORKLOAD_DELETED, {})] if old is not None else []
-    out: list[Change] = []
-    if old is None:
-        out.append((Kind.WORKLOAD_CREATED, {"uid": new["metadata"].get("uid")}))
-    before, after = _status(old), _status(new)
-    names = list(after.get("nominatedClusterNames") or [])
-    if names != list(before.get("nominatedClusterNames") or []):
-        out.append(
-            (Kind.NOMINATION, {"names": names, "writer": nomination_writer(new) if names else None})
-        )
-    if after.get("clusterName", "") != before.get("clusterName", ""):
-        out.append((Kind.PLACEMENT, {"cluster": after.get("clusterName") or ""}))
-    if _cond(new, "QuotaReserved") != _cond(old, "QuotaReserved"):
-        out.append((Kind.QUOTA_RESERVED, {"reserved": _cond(new, "QuotaReserved")}))
-    state = multikueue_check_state(new, mk_checks)
-    if state != (multikueue_check_state(old, mk_checks) if old else None):
-        out.append((Kind.CHECK_STATE, {"state": state}))
-    if _cond(new, "Evicted") and not _cond(old, "Evicted"):
-        out.append(
-            (Kind.EVICTED, {"reason": (kube.condition(new, "Evicted") or {}).get("reason", "")})
-        )
-    if _cond(new, "Finished") and not _cond(old, "Finished"):
-        out.append((Kind.FINISHED, {}))
-    return out
-
-
-def worker_workload_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[Change]:
-    """Events for a workload on a worker (a MultiKueue copy or a local workload)."""
-    if new is None:
-        return [(Kind.COPY_DELETED, {})] if old is not None else []
-    out: list[Change] = []
-    if old is None:
-        out.append((Kind.COPY_CREATED, {}))
-    if _cond(new, "QuotaReserved") != _cond(old, "QuotaReserved"):
-        out.append((Kind.COPY_RESERVED, {"reserved": _cond(new, "QuotaReserved")}))
-    if _cond(new, "Admitted") and not _cond(old, "Admitted"):
-        out.append((Kind.COPY_ADMITTED, {}))
-    if _cond(new, "Evicted") and not _cond(old, "Evicted"):
-        out.append(
-            (
-                Kind.COPY_EVICTED,
-                {"reason": (kube.condition(new, "Evicted") or {}).get("reason", "")},
-            )
-        )
-    return out
-
-
-def preemptor_uid(obj: dict[str, Any]) -> str | None:
-    """UID of the workload that preempted `obj`, read from its Preempted/Evicted message."""
-    for kind in ("Preempted", "Evicted"):
-        cond = kube.condition(obj, kind) or {}
-        if cond.get("status") == "True" and (
-            kind == "Preempted" or cond.get("reason") == "Preempted"
-        ):
-            m = _UID_IN_MESSAGE.search(cond.get("message") or "")
-            if m:
-                return m.group(1)
-    return None
-
-
-def job_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[Change]:
-    if new is None:
-        return [(Kind.JOB_DELETED, {})] if old is not None else []
-    out: list[Change] = []
-    if old is None:
-        out.append((Kind.JOB_CREATED, {}))
-    active, was = _status(new).get("active") or 0, _status(old).get("active") or 0
-    if active and not was:
-        out.append((Kind.JOB_RUNNING, {"active": active}))
-    for kind in ("Complete", "Failed"):
-        if _cond(new, kind) and not _cond(old, kind):
-            out.append((Kind.JOB_FINISHED, {"condition": kind}))
-    return out
-
-
-def provisioning_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[Change]:
-    name = ((new or old) or {}).get("metadata", {}).get("name", "")
-    if new is None:
-        return [(Kind.PROVREQ_DELETED, {"name": name})] if old is not None else []
-    out: list[Change] = []
-    if old is None:
-        out.append((Kind.PROVREQ_CREATED, {"name": name}))
-    for state in ("Provisioned", "Failed", "BookingExpired", "CapacityRevoked"):
-        if _cond(new, state) and not _cond(old, state):
-            out.append((Kind.PROVREQ_STATE, {"name": name, "state": state}))
-    return out
-
-
-def cluster_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[Change]:
-    name = ((new or old) or {}).get("metadata", {}).get("name", "")
-    active = _cond(new, "Active")
-    if (old is None and new is not None) or active != _cond(old, "Active"):
-        return [(Kind.CLUSTER_ACTIVE, {"cluster": name, "active": active})]
-    return []
-
-
-def config_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[Change]:
-    name = ((new or old) or {}).get("metadata", {}).get("name", "")
-    clusters = list(((new or {}).get("spec") or {}).get("clusters") or [])
-    if old is None or clusters != list((old.get("spec") or {}).get("clusters") or []):
-        return [(Kind.CONFIG_CHANGED, {"config": name, "clusters": clusters})]
-    return []
-
-
-def _username(entry: dict[str, Any]) -> str:
-    return str((entry.get("user") or {}).get("username", ""))
-
-
-POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
-
-
-def per_pod_user(entry: dict[str, Any], accounts: Collection[str]) -> str | None:
-    """`<account> (pod <name>)` for a request of one of `accounts` made with a Pod's bound
-    token (which names its Pod in the audit's user.extra), else None: the replicas of a
-    vendor's Deployment share its ServiceAccount, and the checks tell them apart."""
-    user = entry.get("user") or {}
-    pods = (user.get("extra") or {}).get(POD_NAME_EXTRA) or []
-    if user.get("username") not in accounts or not pods:
-        return None
-    return f"{user['username']} (pod {pods[0]})"
-
-
-def pod_of(user: str) -> str | None:
-    """The Pod a per-Pod user names (per_pod_user), else None."""
-    head, sep, tail = user.rpartition(" (pod ")
-    return tail.rstrip(")") if sep and head else None
-
-
-# (verb, stage) of the reads recorded: a watch when its response starts (its completion
-# comes when it ends)
-READ_REQUESTS = (
-    ("list", "ResponseComplete"),
-    ("watch", "ResponseStarted"),
-    ("get", "ResponseComplete"),
-)
-
-
-def audit_read(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(workload key, READ data) for an audit entry that reads Workloads, else None: a list
-    or a started watch of them (key ""), what a dispatcher back after a restart does; a
-    GET of one (its key, its status too), what tells a dispatcher that re-reads after a
-    refused write from one that retries from its cache."""
-    ref = entry.get("objectRef") or {}
-    verb, name = entry.get("verb"), ref.get("name")
-    if ref.get("resource") != "workloads" or (verb, entry.get("stage")) not in READ_REQUESTS:
-        return None
-    if (verb == "get" and not name) or (verb != "get" and ref.get("subresource")):
-        return None
-    key = f"{ref.get('namespace', '')}/{name}" if verb == "get" else ""
-    return key, {"user": _username(entry), "verb": verb}
-
-
-WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
-AUTHZ_DECISION = "authorization.k8s.io/decision"
-
-
-def audit_write(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(workload key, WRITE data) for an audit entry that writes a Workload, else None.
-    A refused write keeps the apiserver's (or Kueue's webhook's) message."""
-    ref = entry.get("objectRef") or {}
-    if ref.get("resource") != "workloads" or entry.get("stage") != "ResponseComplete":
-        return None
-    if entry.get("verb") not in WRITE_VERBS:  # reads are logged too (audit_read)
-        return None
-    key = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
-    status = entry.get("responseStatus") or {}
-    data = {
-        "user": _username(entry),
-        "verb": entry.get("verb", ""),
-        "subresource": ref.get("subresource", ""),
-        "code": int(status.get("code") or 0),
-    }
-    if data["code"] >= 400 and status.get("message"):
-        data["message"] = str(status["message"])[:500]
-    request = entry.get("requestObject")
-    status = request.get("status") if isinstance(request, dict) else None
-    if isinstance(status, dict) and isinstance(status.get("nominatedClusterNames"), list):
-        # what was asked for: a rejected write (e.g. too many names) leaves no other trace
-        data["names"] = [str(n) for n in status["nominatedClusterNames"]]
-    return key, data
-
-
-def audit_forbidden(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(workload key or "", FORBIDDEN data) for a request authorization refused, else None.
-    A webhook's denial is also a 403, but it is not a missing privilege (see audit_write)."""
-    annotations = entry.get("annotations") or {}
-    code = int((entry.get("responseStatus") or {}).get("code") or 0)
-    if code != 403 or annotations.get(AUTHZ_DECISION) != "forbid":
-        return None
-    if entry.get("stage") not in ("ResponseComplete", "ResponseStarted", "Panic"):
-        return None
-    ref = entry.get("objectRef") or {}
-    group = ref.get("apiGroup") or "core"
-    resource = "/".join(p for p in (group, ref.get("resource"), ref.get("subresource")) if p)
-    namespace, name = ref.get("namespace", ""), ref.get("name", "")
-    data = {
-        "user": _username(entry),
-        "verb": entry.get("verb", ""),
-        "resource": resource,
-        "namespace": namespace,
-        "name": name,
-    }
-    workload = f"{namespace}/{name}" if ref.get("resource") == "workloads" and name else ""
-    return workload, data
-
-
-def audit_events(
-    entry: dict[str, Any], dispatcher_users: set[str] | frozenset[str]
-) -> list[tuple[Kind, str, dict[str, Any]]]:
-    """(kind, workload key, data) of what one audit entry says about the dispatcher: a
-    READ (a list or watch of Workloads; a GET of one is that workload's), a WRITE (refused
-    ones too), a FORBIDDEN. Others' reads and refusals tell nothing
-    about it; without known dispatcher users every write counts (a built-in dispatcher)."""
-    out: list[tuple[Kind, str, dict[str, Any]]] = []
-    forbidden = audit_forbidden(entry)
-    if forbidden is not None and forbidden[1]["user"] in dispatcher_users:
-        out.append((Kind.FORBIDDEN, *forbidden))
-    read = audit_read(entry)
-    if read is not None and read[1]["user"] in dispatcher_users:
-        out.append((Kind.READ, *read))
-    written = audit_write(entry)
-    if written is not None and (not dispatcher_users or written[1]["user"] in dispatcher_users):
-        out.append((Kind.WRITE, *written))
-    return out
 
 
 # ------------------------------------------------------------------ the watcher
@@ -611,7 +354,7 @@ class Recorder:
         except json.JSONDecodeError:
             return
         stamp = entry.get("requestReceivedTimestamp") or entry.get("stageTimestamp")
-        t = _parse_wall(stamp) + self._wall_offset if stamp else time.monotonic()
+        t = parse_wall(stamp) + self._wall_offset if stamp else time.monotonic()
         if self.pod_users:
             user = per_pod_user(entry, self.dispatcher_users)
             if user is not None:
@@ -624,9 +367,3 @@ class Recorder:
 
 class _Expired(Exception):
     """The watch's resourceVersion is too old: re-list."""
-
-
-def _parse_wall(stamp: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.check_terms import Bound
 from harness.report.markup import escaped as _h
-from harness.report.model import CheckResult, Report
+from harness.report.model import SUMMARY_WORDS, CheckResult, Report
 from harness.report.redaction import plain
 from harness.report.style import CSS
 from harness.report.tables import environment_rows, kv_table, replicas_html, scorecard_html
@@ -77,16 +77,7 @@ def _verdict_html(doc: Mapping[str, Any], checks: Sequence[CheckResult]) -> str:
     and one line per finding (findings that name no check in full: no section shows them)."""
     summary = doc["summary"]
     result = str(summary["result"])
-    counts = " · ".join(
-        f"{summary.get(key, 0)} {word}"
-        for key, word in (
-            ("failed", "failed"),
-            ("undecided", "undecided"),
-            ("passed", "passed"),
-            ("skipped", "skipped"),
-            ("notSupported", "not supported"),
-        )
-    )
+    counts = " · ".join(f"{summary.get(key, 0)} {word}" for key, word in SUMMARY_WORDS)
     parts = [
         f'<header class="verdict v-{_h(result)}">',
         f"<h1>Conformance report: {_h(doc['profile'])}</h1>",

@@ -42,6 +42,15 @@ SUMMARY_KEYS: dict[str, str] = {  # keyed by Result, looked up by a check's resu
     NOT_SUPPORTED: "notSupported",
 }
 
+# the summary's counts as a verdict says them, the worst first
+SUMMARY_WORDS = (
+    ("failed", "failed"),
+    ("undecided", "undecided"),
+    ("passed", "passed"),
+    ("skipped", "skipped"),
+    ("notSupported", "not supported"),
+)
+
 # the fields the contract names, always written (null when unknown); their types are in
 # report.schema.json
 ENVIRONMENT_FIELDS = (
@@ -75,6 +84,13 @@ class CatalogueEntry(NamedTuple):
 # check id -> its entry, in catalogue order: what a report knows of the suite, handed to
 # it (harness.suite.catalogue()) so the report never loads a suite
 Catalogue = Mapping[str, CatalogueEntry]
+
+
+def not_decided(checks: Iterable[CheckResult], named: Iterable[str]) -> list[CheckResult]:
+    """Of the checks a run was asked for by name (`--checks`), those it did not decide
+    (skipped, undecided): a gate that names a check does not pass without its verdict."""
+    wanted = set(named)
+    return [c for c in checks if c.id in wanted and c.result in (SKIPPED, UNDECIDED)]
 
 
 def core_ids(cat: Catalogue) -> list[str]:

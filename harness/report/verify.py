@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from harness.errors import TYPE_WORDS, UserError
+from harness.errors import UserError
 from harness.report.model import (
     ERROR,
     FAILED,
@@ -29,12 +29,13 @@ from harness.report.model import (
     core_ids,
     summarize,
 )
+from harness.schema_errors import say
 from harness.userfiles import decode, parse_yaml, read_bytes
 
 MAX_REPORT_BYTES = 256 * 1024 * 1024  # timelines of every scenario: large, not this large
 
 if TYPE_CHECKING:
-    from jsonschema import ValidationError
+    pass
 
 SCHEMA_FILE = "report.schema.json"
 
@@ -80,7 +81,11 @@ def schema_problems(doc: Any) -> list[str]:
     from jsonschema import Draft202012Validator  # only here: a run never needs it
 
     validator = Draft202012Validator(schema())
-    return list(dict.fromkeys(_line(e, doc) for e in validator.iter_errors(_json_ready(doc))))
+    return list(
+        dict.fromkeys(
+            say(e, lambda path: _where(path, doc)) for e in validator.iter_errors(_json_ready(doc))
+        )
+    )
 
 
 def _verify_checks(doc: dict[str, Any], cat: Catalogue) -> list[str]:
@@ -160,34 +165,6 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-def _line(error: ValidationError, doc: Any) -> str:
-    """One schema error in words, at its place in the document."""
-    where = _where(error.absolute_path, doc)
-    kind, want, instance = error.validator, cast(Any, error.validator_value), error.instance
-    got = _show(instance)
-    if kind == "required":
-        names = [n for n in want if n not in cast(Any, instance) and repr(n) in error.message]
-        inside = "" if where == "report" else f"{where}."
-        return f"{inside}{names[0] if names else '?'}: required"
-    if kind == "type":
-        kinds = [want] if isinstance(want, str) else list(want)
-        return f"{where}: must be {' or '.join(TYPE_WORDS.get(k, k) for k in kinds)}, got {got}"
-    if kind == "const":
-        return f"{where}: must be {want}, got {got}"
-    if kind == "enum":
-        return f"{where}: {got} not one of {', '.join(map(str, want))}"
-    if kind == "minimum":
-        return f"{where}: must be at least {want}, got {got}"
-    if kind == "minLength":
-        return f"{where}: must not be empty"
-    if kind == "uniqueItems":
-        return f"{where}: lists an item twice"
-    description = error.schema.get("description") if isinstance(error.schema, dict) else None
-    if kind in ("pattern", "anyOf", "oneOf", "format") and description:
-        return f"{where}: must be {description}, got {got}"
-    return f"{where}: {error.message}"
-
-
 def _where(path: Iterable[str | int], doc: Any) -> str:
     """A dotted path, a check named by its id: checks[3] (CORE-04).durationSeconds."""
     out, node = "", doc
@@ -201,8 +178,3 @@ def _where(path: Iterable[str | int], doc: Any) -> str:
             node = node.get(part) if isinstance(node, dict) else None
             out += f".{part}" if out else str(part)
     return out or "report"
-
-
-def _show(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"

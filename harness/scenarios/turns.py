@@ -21,10 +21,9 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from kubernetes.utils.quantity import parse_quantity
 
-from harness.cluster import kube
+from harness.cluster import inventory, kube
 from harness.cluster.environment import Environment
 from harness.cluster.multikueue import API
-from harness.scenarios import inventory
 from harness.scenarios.autoscaler import API as PROVISIONING_API
 
 CLEAN_TURN = 90.0  # seconds: Kueue and the namespace controller finish a cleanup in a few

@@ -3,7 +3,7 @@
 Why the audit log: its timestamps are the apiserver's own, so latencies do not include a
 watcher's lag (the benchmark's recorder shares a process with the submitting threads),
 and it is the one place that sees every request a dispatcher makes. What it holds is set
-by ``AUDIT_POLICY`` in ``harness/providers/local.py``: every Workload write (with its
+by ``POLICY`` in ``harness/cluster/audit.py``: every Workload write (with its
 body) of every user, and every request of a dispatcher's own identity.
 """
 

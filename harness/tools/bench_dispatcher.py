@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import kube, multikueue, versions
+from harness.cluster import inventory, kube, multikueue, versions, workloads
 from harness.cluster.environment import Cluster
 from harness.errors import command_exit
 from harness.orchestrate.start import start_dispatcher
@@ -40,7 +40,6 @@ from harness.profile import load_profile
 from harness.providers.local import LocalProvider
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import Kind
-from harness.scenarios import inventory, workloads
 from harness.stats import p50_p99, rounded
 from harness.tools import audit_figures, sampling
 

@@ -22,7 +22,8 @@ import psutil
 
 from harness.cluster import versions
 from harness.errors import command_exit
-from harness.providers.local import LocalProvider, process_kind
+from harness.providers.local import LocalProvider
+from harness.providers.local_processes import process_kind
 from harness.tools import sampling
 
 

@@ -65,7 +65,6 @@ from suites.checks.queries import (
     review_rounds,
     rounds,
 )
-from suites.checks.scenarios import Decider, deciders
 from suites.checks.verdict import DEFAULT_SLACKS, MAX_NOMINATIONS, ORDERINGS, Bounds, Verdict
 
 __all__ = [
@@ -76,7 +75,6 @@ __all__ = [
     "ORDERINGS",
     "Bounds",
     "Check",
-    "Decider",
     "Interval",
     "Peak",
     "Round",
@@ -87,7 +85,6 @@ __all__ = [
     "every_timeline",
     "copy_intervals",
     "created_at",
-    "deciders",
     "first_nomination",
     "first_placement",
     "names",

@@ -1,8 +1,8 @@
 """The conformance session as pytest sees it: one shared environment, one scenario per test.
 
 `mkdc run` starts the environment and the dispatcher, then runs this directory with
-MKDC_SESSION pointing at its session file. Each test declares the checks it decides
-with `@pytest.mark.checks(...)`; tests whose checks the profile does not claim are
+MKDC_SESSION pointing at its session file. Each test is declared a scenario, with the
+checks it decides, by `@conformance(...)`; tests whose checks the profile does not claim are
 reported not-supported, and every scenario is also judged by the checks that hold
 on any timeline.
 """
@@ -22,11 +22,13 @@ from harness.profile import SHARED, load_profile
 from harness.providers import CANNOT
 from harness.recording.recorder import Recorder
 from harness.scenarios import control, progress, turns
-from harness.scenarios.scenario import Context, Scenario
+from harness.scenarios.context import Context
+from harness.scenarios.scenario import Scenario
 from harness.scenarios.session import Session, current
 from harness.scenarios.slots import scenario_slot
-from suites import judge
+from suites import artifacts, judge, judgement
 from suites.checks import CATALOGUE
+from suites.checks.scenarios import Conformance, declared
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,19 +36,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     profile = load_profile(session.profile)
     features = set(profile.claims.features)
     for item in items:
-        decided = _decided(item, session)
+        spec = _declared(item)
+        decided = _decided(spec, session)
         if not decided:
             item.add_marker(pytest.mark.skip(reason="filtered out by --checks/--skip-checks"))
             continue
         unsupported = [c for c in decided if not CATALOGUE[c].supported_by(features)]
-        if len(unsupported) == len(decided) and not item.get_closest_marker("scorecard"):
+        if len(unsupported) == len(decided) and not spec.scorecard:
             feature = CATALOGUE[decided[0]].feature
             judge.record_not_supported(session, decided, feature)
             item.add_marker(pytest.mark.skip(reason=f"not-supported: {feature} not claimed"))
-        elif item.get_closest_marker("slow") and not session.full:
+        elif spec.slow and not session.full:
             judge.record_skipped(session, decided, "slow scenario: runs in the full run (--full)")
             item.add_marker(pytest.mark.skip(reason="slow: only in the full run"))
-        elif (need := _missing_capability(item, session)) is not None:
+        elif spec.needs is not None and spec.needs not in session.capabilities:
+            need = spec.needs
             why = CANNOT.get(need, need)
             judge.record_skipped(session, decided, f"the provider cannot {why}")
             item.add_marker(pytest.mark.skip(reason=f"provider lacks {need}"))
@@ -55,8 +59,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("skip") is not None:
             continue
-        alone = item.get_closest_marker("exclusive") is not None
-        checks = _decided(item, session)
+        alone = _declared(item).exclusive
+        checks = _decided(_declared(item), session)
         expected, bound = judge.scenario_timing(
             profile.claims,
             session.slacks,
@@ -87,22 +91,20 @@ def _worker_count(session: Session) -> int | None:
         return None
 
 
-def _check_ids(item: pytest.Item) -> list[str]:
-    marker = item.get_closest_marker("checks")
-    return list(marker.args) if marker else []
+def _declared(item: pytest.Item) -> Conformance:
+    """The scenario's value, as `@conformance(...)` declared it: what the planner reads too."""
+    found = declared(item.function) if isinstance(item, pytest.Function) else None
+    if found is None:
+        raise pytest.UsageError(
+            f"{item.nodeid}: declare the scenario with @conformance(CHECK-ID, ...) "
+            "(suites.checks.scenarios), so the planner sees it too"
+        )
+    return found
 
 
-def _decided(item: pytest.Item, session: Session) -> list[str]:
-    """The item's checks that this session judges (--checks / --skip-checks)."""
-    return [c for c in _check_ids(item) if session.selects(c)]
-
-
-def _missing_capability(item: pytest.Item, session: Session) -> str | None:
-    """The capability the item needs and the provider lacks, if any."""
-    marker = item.get_closest_marker("needs")
-    if marker is None or marker.args[0] in session.capabilities:
-        return None
-    return marker.args[0]
+def _decided(spec: Conformance, session: Session) -> list[str]:
+    """The scenario's checks that this session judges (--checks / --skip-checks)."""
+    return [c for c in spec.checks if session.selects(c)]
 
 
 @pytest.fixture(scope="session")
@@ -136,27 +138,28 @@ def context() -> Iterator[Context]:
 def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scenario]:
     short = re.sub(r"[^a-z0-9]+", "-", request.node.name.removeprefix("test_").lower()).strip("-")
     name = f"{short[:30].rstrip('-')}-{secrets.token_hex(2)}"
-    exclusive = request.node.get_closest_marker("exclusive") is not None
-    with scenario_slot(context.env.run_dir, exclusive=exclusive):
+    spec = _declared(request.node)
+    with scenario_slot(context.env.run_dir, exclusive=spec.exclusive):
         shared = context.profile.environment.cluster_scope == SHARED
-        own = request.node.get_closest_marker("own_clusters") is not None
+        own = spec.own_clusters
         sc = Scenario(context, name, shared=shared and not own)
-        if shared and own:
-            sc.context_note = (
-                "clusterScope shared: this scenario changes the cluster set, so it builds its "
-                "own MultiKueueClusters and config after the dispatcher started; a dispatcher "
-                "that discovers clusters only at start cannot pass it"
-            )
-        sc.checks = _check_ids(request.node)
+        note = (
+            "clusterScope shared: this scenario changes the cluster set, so it builds its "
+            "own MultiKueueClusters and config after the dispatcher started; a dispatcher "
+            "that discovers clusters only at start cannot pass it"
+            if shared and own
+            else ""
+        )
+        judgement.judging(sc, spec.checks, note=note)
         progress.emit(
             current().events_file,
             progress.SCENARIO_START,
             test=request.node.nodeid,
             scenario=name,
-            checks=_decided(request.node, current()),
-            exclusive=exclusive,
+            checks=_decided(spec, current()),
+            exclusive=spec.exclusive,
         )
-        _clean_turn(sc, request.node)
+        _clean_turn(sc, spec)
         yield sc
         try:
             judge.judge_every_timeline(sc)
@@ -164,12 +167,12 @@ def scenario(request: pytest.FixtureRequest, context: Context) -> Iterator[Scena
             if report is not None and report.failed:
                 timed_out = getattr(request.node, "timed_out", False)
                 judge.record_errored(sc, _first_line(report), timed_out=timed_out)
-                judge.collect_artifacts(sc)
+                artifacts.collect_artifacts(sc)
         finally:
             sc.cleanup()
 
 
-def _clean_turn(sc: Scenario, item: pytest.Item) -> None:
+def _clean_turn(sc: Scenario, spec: Conformance) -> None:
     """Where scenarios take turns on shared ClusterQueues (clusterScope shared, a fixed
     worker ClusterQueue), start only once the earlier ones left nothing, the scenario's
     time counted from then; else its checks are undecided naming the leftover, and it
@@ -179,7 +182,7 @@ def _clean_turn(sc: Scenario, item: pytest.Item) -> None:
     left = turns.wait_clean(sc.ctx.env, sc.ctx.run_id, current=sc.name)
     if left:
         session = current()
-        judge.record_left_behind(session, sc.name, _decided(item, session), left, turns.CLEAN_TURN)
+        judge.record_left_behind(session, sc.name, _decided(spec, session), left, turns.CLEAN_TURN)
         pytest.skip(f"the earlier scenarios left {left}")
     sc.started = sc.ctx.recorder.now()
 
@@ -197,7 +200,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
         return (yield)
     except EnvironmentLimit as err:
         session = current()
-        judge.record_skipped(session, _decided(pyfuncitem, session), f"environment: {err}")
+        judge.record_skipped(
+            session, _decided(_declared(pyfuncitem), session), f"environment: {err}"
+        )
         pytest.skip(f"environment: {err}")
 
 
@@ -211,7 +216,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         judge.record_setup_failed(
             session,
             item.name,
-            _decided(item, session),
+            _decided(_declared(item), session),
             _first_line(report),
             end - call.duration,
             end,

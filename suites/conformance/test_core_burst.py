@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-
 from suites.checks import placed_or_ran
+from suites.checks.scenarios import conformance
 from suites.judge import RECORDING_ROOM, bounds, conforms, placement_timeout
 
 BURST = 100
 
 
-@pytest.mark.checks("CORE-09")
-@pytest.mark.exclusive
+@conformance("CORE-09", exclusive=True)
 def test_burst_liveness(scenario):
     """100 workloads at once, with capacity for all of them on every worker. Alone: the
     burst saturates Kueue's MultiKueue controller, which every scenario shares."""

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-
+from suites.checks.scenarios import conformance
 from suites.judge import conforms, needed_placement_timeout, placement_timeout, round_timeout
 
 # units of the standard request: more than the manager ClusterQueue's whole quota
 TOO_BIG = 5000
 
 
-@pytest.mark.checks("CORE-03")
+@conformance("CORE-03")
 def test_no_nomination_after_placement(scenario):
     """A workload admitted on one worker is watched for a while after placement."""
     workers = scenario.workers(2)
@@ -21,7 +20,7 @@ def test_no_nomination_after_placement(scenario):
     conforms(scenario)
 
 
-@pytest.mark.checks("CORE-06")
+@conformance("CORE-06")
 def test_redispatch_after_eviction(scenario):
     """Placed on a worker, then preempted there by a local high-priority job: placed again."""
     workers = scenario.workers(2, why="one to be evicted from, one to go to")
@@ -39,7 +38,7 @@ def test_redispatch_after_eviction(scenario):
     conforms(scenario)
 
 
-@pytest.mark.checks("CORE-08")
+@conformance("CORE-08")
 def test_foreign_workloads_untouched(scenario):
     """A plain ClusterQueue workload on the manager, beside MultiKueue work, is never written."""
     workers = scenario.workers(1)
@@ -53,7 +52,7 @@ def test_foreign_workloads_untouched(scenario):
     conforms(scenario, foreign_workloads=frozenset({foreign}))
 
 
-@pytest.mark.checks("CORE-10")
+@conformance("CORE-10")
 def test_nominates_pending_work_only(scenario):
     """A workload too big for the manager's ClusterQueue waits there without quota, beside
     one that is placed: the waiting one is never nominated."""

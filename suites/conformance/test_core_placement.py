@@ -5,9 +5,8 @@ with 30 s or 5 min rounds is judged by the default run too."""
 
 from __future__ import annotations
 
-import pytest
-
 from harness.recording.timeline import Timeline
+from suites.checks.scenarios import conformance
 from suites.judge import (
     RECORDING_ROOM,
     claimed_order,
@@ -19,7 +18,7 @@ from suites.judge import (
 )
 
 
-@pytest.mark.checks("CORE-01")
+@conformance("CORE-01")
 def test_nominates_configured_only(scenario):
     """The config lists two workers, neither with capacity for a while, then one has. A
     decoy outside the config, Active on the third worker with capacity now, first by name
@@ -36,7 +35,7 @@ def test_nominates_configured_only(scenario):
     conforms(scenario)
 
 
-@pytest.mark.checks("CORE-04")
+@conformance("CORE-04")
 def test_eventual_placement(scenario):
     """Only the last worker in the preferred order has capacity, one escalation away: the
     config holds a full first batch (the claimed step) and that worker."""
@@ -50,8 +49,7 @@ def test_eventual_placement(scenario):
     conforms(scenario, expected_cluster=target)
 
 
-@pytest.mark.own_clusters
-@pytest.mark.checks("CORE-07")
+@conformance("CORE-07", own_clusters=True)
 def test_config_change_honoured(scenario):
     """Pending with no capacity on a full first batch; a worker with capacity joins the
     config and gets the workload (at the latest at the next round)."""

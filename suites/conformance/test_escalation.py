@@ -8,13 +8,12 @@ config."""
 
 from __future__ import annotations
 
-import pytest
-
+from suites.checks.scenarios import conformance
 from suites.judge import PLACEMENT_ROOM, bounds, conforms, override_timeouts, skip_if_slow
 from suites.rounds import escalation_workers, escalations_or_skip, through_rounds
 
 
-@pytest.mark.checks("EXT-05", "EXT-06")
+@conformance("EXT-05", "EXT-06")
 def test_timeout_escalation(scenario):
     """No worker has room until three escalations came (fewer where the config, step or
     time budget allow fewer); each escalation is judged on its own."""
@@ -25,7 +24,7 @@ def test_timeout_escalation(scenario):
     conforms(scenario)
 
 
-@pytest.mark.checks("EXT-08")
+@conformance("EXT-08")
 def test_per_cluster_timeout(scenario):
     """Every worker has its own round timeout (twice the claimed one and more), whichever
     comes first; no worker has room until the first escalation."""

@@ -3,10 +3,9 @@ workload moves on to another worker instead of going back to the one that failed
 
 from __future__ import annotations
 
-import pytest
-
 from harness.recording.timeline import Timeline
 from harness.scenarios.autoscaler import PROVISION, Behaviour
+from suites.checks.scenarios import conformance
 from suites.judge import (
     conforms,
     needed_placement_timeout,
@@ -15,7 +14,7 @@ from suites.judge import (
 )
 
 
-@pytest.mark.checks("EXT-09")
+@conformance("EXT-09")
 def test_provisioning_failover(scenario):
     """Every worker autoscales. Once the workload runs, its worker loses the capacity:
     the ProvisioningRequest fails and the quota is gone (Kueue retries the check there and

@@ -7,9 +7,8 @@ how many workers reserve quota, autoscale or preempt for one workload.
 
 from __future__ import annotations
 
-import pytest
-
 from harness.scenarios.autoscaler import PROVISION, Behaviour
+from suites.checks.scenarios import conformance
 from suites.judge import (
     conforms,
     last_nominated_worker,
@@ -19,8 +18,7 @@ from suites.judge import (
 )
 
 
-@pytest.mark.scorecard
-@pytest.mark.checks("EXT-01")
+@conformance("EXT-01", scorecard=True)
 def test_bounded_fan_out(scenario):
     """No worker has capacity; two rounds pass; copies never exceed the claimed step."""
     scenario.with_workers(scenario.workers())
@@ -31,8 +29,7 @@ def test_bounded_fan_out(scenario):
     conforms(scenario)
 
 
-@pytest.mark.scorecard
-@pytest.mark.checks("EXT-03")
+@conformance("EXT-03", scorecard=True)
 def test_bounded_duplicate_admission(scenario):
     """Every worker has capacity: few of them reserve quota, losers' copies go quickly."""
     workers = scenario.workers()
@@ -43,8 +40,7 @@ def test_bounded_duplicate_admission(scenario):
     conforms(scenario)
 
 
-@pytest.mark.scorecard
-@pytest.mark.checks("EXT-02")
+@conformance("EXT-02", scorecard=True)
 def test_no_simultaneous_autoscaling(scenario):
     """Every worker autoscales; requests stay pending for two rounds, then one provisions."""
     workers = scenario.workers()
@@ -65,8 +61,7 @@ def test_no_simultaneous_autoscaling(scenario):
     conforms(scenario)
 
 
-@pytest.mark.scorecard
-@pytest.mark.checks("EXT-04")
+@conformance("EXT-04", scorecard=True)
 def test_bounded_preemption(scenario):
     """Every worker is full of low-priority local work; a high-priority workload arrives."""
     workers = scenario.workers()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
+from suites.checks.scenarios import conformance
 from suites.judge import bounds, conforms, placement_timeout, skip_if_slow
 
 
-@pytest.mark.checks("EXT-07")
+@conformance("EXT-07")
 def test_ordered_dispatch(scenario):
     """Config order is not alphabetical (tiers reorder it again); the last one has capacity."""
     workers = scenario.workers(at_least=3, why="an order that is not alphabetical")

@@ -7,9 +7,8 @@ done, so the short ones at the end even out when the two finish."""
 
 from __future__ import annotations
 
-import pytest
-
 from harness.providers import FAULTS
+from suites.checks.scenarios import conformance
 from suites.judge import (
     bounds,
     conforms,
@@ -19,8 +18,7 @@ from suites.judge import (
 )
 
 
-@pytest.mark.own_clusters
-@pytest.mark.checks("EXT-10")
+@conformance("EXT-10", own_clusters=True)
 def test_skips_inactive_clusters(scenario):
     """The first worker's cluster is inactive; the next one is nominated without losing a round."""
     first, second, third = scenario.workers(3)
@@ -32,18 +30,14 @@ def test_skips_inactive_clusters(scenario):
     conforms(scenario, expected_cluster=target)
 
 
-@pytest.mark.exclusive
-@pytest.mark.needs(FAULTS)
-@pytest.mark.checks("EXT-13")
+@conformance("EXT-13", exclusive=True, needs=FAULTS)
 def test_manager_apiserver_restart(scenario):
     """The manager's kube-apiserver restarts late in a round, out past the round's end: the
     round keeps its schedule, and a workload submitted once it is back is dispatched."""
     _outage(scenario, "manager-apiserver", "stop")
 
 
-@pytest.mark.exclusive
-@pytest.mark.needs(FAULTS)
-@pytest.mark.checks("EXT-14")
+@conformance("EXT-14", exclusive=True, needs=FAULTS)
 def test_kueue_restart(scenario):
     """The manager's Kueue crashes late in a round and is back after the round's end: until
     then its webhook refuses every Workload write, the escalation's too."""
@@ -74,8 +68,7 @@ def _outage(scenario, process: str, how: str) -> None:
     conforms(scenario, expected_cluster=target)
 
 
-@pytest.mark.exclusive
-@pytest.mark.checks("EXT-12")
+@conformance("EXT-12", exclusive=True)
 def test_leader_failover(scenario):
     """Two replicas; the one that writes (the leader) is killed mid-round; the other takes over."""
     workers = scenario.workers(3)
@@ -104,8 +97,7 @@ def test_leader_failover(scenario):
     conforms(scenario)
 
 
-@pytest.mark.exclusive
-@pytest.mark.checks("EXT-11")
+@conformance("EXT-11", exclusive=True)
 def test_restart_resilience(scenario):
     """The dispatcher is SIGKILLed late in a round and restarted. Late, so that a round
     reset (escalation at back + timeout) stays clear of the bound (due + downtime + slack)

@@ -114,9 +114,10 @@ def test_the_folder_on_kind_clusters_passed_as_existing(selected_versions, tmp_p
     """The same folder on clusters mkdc did not start for this run: the manager is found
     to be a kind cluster (its node's container), so the images are loaded into it; the
     run deletes what it applied, and nothing else."""
-    from harness.providers.kind import EXTERNAL, KindProvider
+    from harness.cluster import inventory
+    from harness.providers.kind import KindProvider
+    from harness.providers.kind_config import EXTERNAL
     from harness.providers.local import running
-    from harness.scenarios import inventory
 
     if _docker("info", "--format", "{{.ServerVersion}}").returncode != 0:
         pytest.fail("no Docker engine answers: run `sudo scripts/docker-engine`", pytrace=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenarios.inventory import RUN_LABEL
+from harness.cluster.inventory import RUN_LABEL
 from tests.e2e.mkdc_cli import assert_conforms, mkdc_run
 
 CHECKS = "CORE-04,CORE-08"

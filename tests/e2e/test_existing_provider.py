@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.cluster import inventory
 from harness.providers.local import LocalProvider, running
-from harness.scenarios import inventory
 from tests.e2e.mkdc_cli import assert_conforms, mkdc_run, profile_variant
 
 REFERENCE = "mkdc.example/reference"

@@ -18,14 +18,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from harness.cluster import identity, kube, kueue_install
+from harness.cluster import identity, kube, kueue_install, workloads
 from harness.cluster.environment import Environment
 from harness.cluster.procs import Supervisor
 from harness.profile import DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL
 from harness.providers.local import LocalProvider, running
 from harness.recording.recorder import Recorder
 from harness.recording.timeline import Kind
-from harness.scenarios import workloads
 
 NS = QUEUE = "mkdc"
 REFERENCE = "mkdc.example/reference"

@@ -2,12 +2,14 @@
 quarter of an hour each, so not in `make test`): each job's steps in order, as a non-root
 user with passwordless sudo, from a workspace that holds what the workflow is written
 for. Only the steps that need the internet get a local equivalent
-(`tests.workflow_runner` says which); mkdc is installed by the workflow's own
-`pip install mkdc==VERSION`, the version found in a folder of wheels built from this
-checkout (PIP_FIND_LINKS), its dependencies from the package index.
+(`tests.workflow_runner` says which); mkdc's action (`uses: OWNER/mkdc@...`) runs from a
+copy of this checkout, as GitHub runs it from the pinned ref, and installs mkdc from it
+(its dependencies from the package index).
 
 - the vendor's workflow, in a repository that is the Go example: its Go module at the
-  root and its profile at mkdc/profile.yaml;
+  root and its profile at mkdc/profile.yaml; on a runner that refuses user namespaces
+  (tests/refusing_runner: a limit of 0, which the action lifts with sudo; without sudo,
+  each form of refusal stops the job in one line within seconds, before any build);
 - Kueue's gate, in a copy of the released Kueue's source.
 
 The cache store (the local `actions/cache`) is kept in mkdc's cache directory, so the
@@ -30,8 +32,8 @@ import yaml
 
 from harness.cluster import toolchain, versions
 from tests import workflow_runner
-from tests.e2e import installed
 from tests.e2e.kueue_tree import released_source
+from tests.refusing_runner import FORMS, refusing
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = "mkdc-runner"
@@ -39,8 +41,16 @@ USER = "mkdc-runner"
 
 @pytest.fixture
 def runner_user() -> Iterator[str]:
-    """The non-root user with passwordless sudo a hosted runner has, with a fresh home as
-    on a new runner; removed afterwards with its home (where the restored caches went)."""
+    """The non-root user with passwordless sudo a hosted runner has."""
+    with made_user(sudo=True) as user:
+        yield user
+
+
+@contextlib.contextmanager
+def made_user(sudo: bool) -> Iterator[str]:
+    """A non-root user (with passwordless sudo, as a hosted runner's, when `sudo`), with a
+    fresh home as on a new runner; removed afterwards with its home (where the restored
+    caches went)."""
     if os.geteuid() != 0:
         pytest.fail("making the runner's user needs root: run as root", pytrace=False)
     if shutil.which("sudo") is None:  # a hosted runner has it; a slim machine may not
@@ -50,8 +60,9 @@ def runner_user() -> Iterator[str]:
         subprocess.run(["userdel", "--remove", USER], check=False, capture_output=True)
     subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", USER], check=True)
     sudoers = Path(f"/etc/sudoers.d/{USER}")
-    sudoers.write_text(f"{USER} ALL=(ALL) NOPASSWD:ALL\n")
-    sudoers.chmod(0o440)
+    if sudo:
+        sudoers.write_text(f"{USER} ALL=(ALL) NOPASSWD:ALL\n")
+        sudoers.chmod(0o440)
     try:
         yield USER
         left = subprocess.run(["pgrep", "-u", USER], capture_output=True, text=True).stdout
@@ -78,15 +89,6 @@ def store() -> Path:
     return Path(os.environ.get("MKDC_WORKFLOW_STORE") or toolchain.cache_dir() / "workflow-store")
 
 
-def wheels(where: Path) -> Path:
-    """A folder holding mkdc's wheel, built from this checkout."""
-    folder = where / "wheels"
-    installed.build_wheel(folder)
-    for path in (folder, *folder.iterdir()):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return folder
-
-
 def vendor_repository(workspace: Path) -> None:
     """The Go example as a vendor's repository: the module at the root, its profile in mkdc/."""
     example = ROOT / "dispatchers" / "example-go"
@@ -104,13 +106,23 @@ def kueue_repository(workspace: Path) -> None:
 
 
 def run_workflow(
-    name: str, checkout: Callable[[Path], None], user: str, where: Path
+    name: str,
+    checkout: Callable[[Path], None],
+    user: str,
+    where: Path,
+    wrap: Callable[[list[str]], list[str]] | None = None,
 ) -> workflow_runner.JobRecord:
-    overrides = {"PIP_FIND_LINKS": str(wheels(where))}
-    if os.environ.get("MKDC_WORKFLOW_CHECKS"):
-        overrides["CHECKS"] = os.environ["MKDC_WORKFLOW_CHECKS"]
-    runner = workflow_runner.Runner(user, where / "job", store(), checkout, overrides)
-    record = runner.run(ROOT / "ci" / "github" / name)
+    workflow = ROOT / "ci" / "github" / name
+    checks = os.environ.get("MKDC_WORKFLOW_CHECKS")
+    if checks:  # the workflow as shipped, its mkdc step given fewer checks
+        doc = yaml.safe_load(workflow.read_text())
+        for step in (s for job in doc["jobs"].values() for s in job["steps"]):
+            if "profile" in step.get("with", {}):
+                step["with"]["checks"] = checks
+        workflow = where / name
+        workflow.write_text(yaml.safe_dump(doc))
+    runner = workflow_runner.Runner(user, where / "job", store(), checkout, action=ROOT, wrap=wrap)
+    record = runner.run(workflow)
     for step in record.steps:
         print(f"{step.seconds:7.1f}s  rc={step.returncode}  {step.name}  [{step.how}]")
         for line in step.output.strip().splitlines()[-4:]:  # a run's verdict, a build's end
@@ -126,9 +138,48 @@ def _says(record: workflow_runner.JobRecord) -> str:
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_the_vendor_workflow_runs_green_as_a_non_root_user(runner_user, job_dir) -> None:
-    record = run_workflow("dispatcher-conformance.yml", vendor_repository, runner_user, job_dir)
+    """On a runner whose user-namespace limit is 0: the action lifts it with sudo."""
+    with refusing("limit") as refused:
+        record = run_workflow(
+            "dispatcher-conformance.yml",
+            vendor_repository,
+            runner_user,
+            job_dir,
+            refused.wrap,
+        )
     assert record.ok, _says(record)
-    assert (job_dir / "job/artifacts/mkdc-report/mkdc-report/report.yaml").is_file()
+    prepared = next(s for s in record.steps if "user namespaces" in s.name)
+    assert "allowed after `sudo sysctl -w user.max_user_namespaces=" in prepared.output
+    [report] = (job_dir / "job/artifacts").glob("mkdc-report-conformance-*/mkdc-report/report.yaml")
+    summary = (job_dir / "job/temp/step_summary.md").read_text()
+    assert "| check | verdict |" in summary and report.parent.parent.name in summary
+    print(summary)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("form", FORMS)
+def test_without_sudo_a_runner_that_refuses_user_namespaces_stops_in_one_line(
+    form: str, job_dir: Path
+) -> None:
+    with made_user(sudo=False) as user:
+        with refusing(form) as refused:
+            record = run_workflow(
+                "dispatcher-conformance.yml",
+                vendor_repository,
+                user,
+                job_dir,
+                refused.wrap,
+            )
+            built = (Path(os.path.expanduser(f"~{user}")) / ".cache/mkdc/bin").exists()
+    [failed] = record.failed()
+    assert failed.name.endswith("Let this runner's user have user namespaces"), _says(record)
+    assert failed.returncode == 2 and failed.seconds < 10
+    [line] = failed.output.strip().splitlines()
+    print(f"{form}: exit 2 in {failed.seconds:.1f}s: {line}")
+    assert "refuses unprivileged user namespaces" in line
+    assert ("sudo sysctl -w user.max_user_namespaces=" in line) == (form == "limit")
+    ran = [s.name for s in record.steps]
+    assert not any("Build" in name or "Judge" in name for name in ran) and not built
 
 
 @pytest.mark.e2e

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness import suite
-from harness.cluster import multikueue, toolchain
+from harness.cluster import builds, multikueue
 from harness.durations import format_duration
 from harness.profile import objects
 from harness.profile.model import (
@@ -59,7 +59,7 @@ def _start(profile: Profile, run: RunSpec) -> list[tuple[str, str]]:
     if run.image is None and "{binary}" not in run.command[0]:
         rows.append(("executable", _executable(profile, run)))
     if run.go_build is not None:
-        built = run.built or toolchain.go_module_binary(run.go_build)
+        built = run.built or builds.go_module_binary(run.go_build)
         state = "cached" if built.is_file() else "built before any cluster starts"
         rows.append(("goBuild", f"{display(run.go_build)} -> {built} ({state})"))
     rows.append(("replicas", f"{run.replicas}, network: {_network(run)}"))
