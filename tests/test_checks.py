@@ -246,6 +246,19 @@ CASES = [
         "waits-for-quota",
         Story().created(0).nominate(0.2, "w1", writer="someone-else").mark(20),
     ),
+    fail(  # its field manager unknown: its own accepted write of names still counts
+        "CORE-10",
+        "write-while-waiting-for-quota",
+        Story()
+        .created(0)
+        .write(0.2, "mkdc", names=["w1"])  # inside observation_skew: a race, not blamed
+        .nominate(0.3, "w1", writer="own-manager")
+        .write(10, "mkdc", names=["w1", "w2"])
+        .write(11, "mkdc", names=["w1"], code=422)  # refused: nominated nothing
+        .mark(20),
+        "mkdc nominated w1,w2 at t=10.0s while it held no quota on the manager",
+        bounds=Bounds(dispatcher_users=frozenset({"mkdc"})),
+    ),
     # quota at once, nothing else: no dispatcher had the time to get it wrong
     unclear("CORE-10", "never-left-pending", Story().quota_reserved(0.5).nominate(1, "w1")),
     # CORE-04 (expected w4: 3 rounds x 10s + 30s slack = 60s)

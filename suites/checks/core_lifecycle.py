@@ -5,7 +5,7 @@ once) is judged on every timeline and sits here with the rest of a workload's li
 from __future__ import annotations
 
 from harness.check_terms import Bound
-from harness.recording.timeline import Kind, Timeline
+from harness.recording.timeline import Event, Kind, Timeline
 from suites.checks.catalogue import check, placed_once
 from suites.checks.queries import (
     INF,
@@ -251,18 +251,19 @@ def not_pending_spans(tl: Timeline) -> list[tuple[float, float, str]]:
 )
 def nominates_pending_work_only(tl: Timeline, b: Bounds) -> Verdict:
     """CORE-10: no non-empty NOMINATION by the dispatcher (writer unknown, or a dispatcher
-    identity) inside a span of `not_pending_spans`, later than observation_skew into it
-    (the dispatcher may have read the workload just before). Undecided when no span lasted
+    identity), nor an accepted status WRITE of names by a dispatcher user, inside a span of
+    `not_pending_spans`, later than observation_skew into it (the dispatcher may have read
+    the workload just before). Undecided when no span lasted
     escalation_slack past that (the time a first nomination may take): no dispatcher had
     the time to get it wrong."""
     spans = not_pending_spans(tl)
     problems = []
-    for e in tl.where(Kind.NOMINATION):
-        if not names(e) or not is_dispatcher(e.writer, b):
+    for e in tl.where(Kind.NOMINATION, Kind.WRITE):
+        if not names(e) or not _nominated_by_dispatcher(e, b):
             continue
         for start, until, why in spans:
             if start + b.observation_skew < e.t < until:
-                who = e.writer or "unknown writer"
+                who = e.writer or e.user or "unknown writer"
                 problems.append(
                     f"{who} nominated {joined(names(e))} at {at(e.t)} while {why} "
                     f"(since {at(start)})"
@@ -283,3 +284,12 @@ def nominates_pending_work_only(tl: Timeline, b: Bounds) -> Verdict:
             **measured,
         )
     return Verdict.ok(**measured)
+
+
+def _nominated_by_dispatcher(e: Event, b: Bounds) -> bool:
+    """A nomination the dispatcher made: a NOMINATION it wrote (by field manager), or its
+    own accepted status write of names (by audit user: a field manager it names itself
+    may not be among the dispatcher's identities)."""
+    if e.kind is Kind.NOMINATION:
+        return is_dispatcher(e.writer, b)
+    return e.subresource == "status" and e.user in b.dispatcher_users and e.code < 400
