@@ -12,14 +12,8 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from dispatchers.faulty.__main__ import factory, main, split_fault
-from dispatchers.faulty.faults import (
-    FAULTS,
-    KEEP,
-    MISSING,
-    OUTSIDE,
-    IgnoresLeader,
-    TrimsWhenRefused,
-)
+from dispatchers.faulty.controllers import KEEP, IgnoresLeader, TrimsWhenRefused
+from dispatchers.faulty.faults import FAULTS, MISSING, OUTSIDE
 from dispatchers.reference.controller import Controller, plan
 from dispatchers.reference.metrics import Metrics
 from dispatchers.reference.settings import Settings
@@ -391,7 +385,7 @@ class DroppingWatch:
 
 
 def test_stale_watch_never_reconnects_after_a_dropped_connection() -> None:
-    from dispatchers.faulty.faults import QuitsOnDrop, StaleWatch
+    from dispatchers.faulty.controllers import QuitsOnDrop, StaleWatch
     from dispatchers.reference.kube import Informer
 
     for informer, quits in ((QuitsOnDrop, True), (Informer, False)):
@@ -440,7 +434,7 @@ def test_dies_uncaught_writes_its_first_nomination_then_dies_at_its_first_escala
     the process ends as an uncaught exception ends Python: traceback, exit code 1."""
     from types import SimpleNamespace
 
-    from dispatchers.faulty.faults import DiesUncaught
+    from dispatchers.faulty.controllers import DiesUncaught
 
     kube: Any = RefusingKube(workload())
     kube.api = SimpleNamespace(configuration=SimpleNamespace(host="https://127.0.0.1:6443"))
