@@ -42,7 +42,7 @@ def test_the_wheel_ships_the_kind_configurations_from_kind_configs(tmp_path: Pat
     of harness.kind_configs, and the installed kind provider reads it there."""
     mkdc = installed.install(tmp_path / "install")
     python = mkdc.parent / "python"
-    code = "from harness.providers.kind import CONFIG_DIR; print(CONFIG_DIR)"
+    code = "from harness.providers.kind_config import CONFIG_DIR; print(CONFIG_DIR)"
     found = subprocess.run(
         [str(python), "-c", code],
         cwd=tmp_path,
