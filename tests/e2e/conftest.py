@@ -14,20 +14,21 @@ from tests import schedule
 # Seconds each e2e test took in a parallel `make test` beside the kind smoke (its
 # --durations), for the order below; a test not listed counts as DEFAULT_SECONDS.
 SECONDS = {
-    "test_faulty_dispatchers_sharing_an_environment_are_each_rejected_by_their_checks": 190,
-    "test_the_go_example_from_its_deploy_folder_conforms_with_two_replicas": 185,
-    "test_suite_passes_on_existing_clusters_and_leaves_nothing": 165,
-    "test_discovering_clusters_once_fails_only_the_config_change_and_says_why": 145,
-    "test_injected_environment_faults_are_never_blamed_on_the_dispatcher": 75,
-    "test_a_vendor_shaped_environment_is_built_and_reported": 75,
-    "test_each_start_failure_says_its_cause_and_what_it_lacked_lets_it_run": 65,
+    "test_every_shipped_profile_starts_and_decides_a_check": 527,
+    "test_faulty_dispatchers_sharing_an_environment_are_each_rejected_by_their_checks": 383,
+    "test_the_go_example_from_its_deploy_folder_conforms_with_two_replicas": 307,
+    "test_suite_passes_on_existing_clusters_and_leaves_nothing": 296,
+    "test_discovering_clusters_once_fails_only_the_config_change_and_says_why": 258,
+    "test_injected_environment_faults_are_never_blamed_on_the_dispatcher": 127,
+    "test_a_vendor_shaped_environment_is_built_and_reported": 175,
+    "test_each_start_failure_says_its_cause_and_what_it_lacked_lets_it_run": 130,
     "test_the_go_example_image_conforms_as_a_local_container": 50,
-    "test_replicas_keep_a_kubelets_promises_in_two_environments": 80,
+    "test_replicas_keep_a_kubelets_promises_in_two_environments": 184,
     "test_a_job_runs_on_exactly_one_worker_under_each_dispatcher_in_turn": 36,
     "test_a_killed_run_leaves_nothing_running_and_down_removes_its_directory": 32,
-    "test_the_installed_wheel_judges_from_an_empty_directory": 80,
-    "test_a_kueue_tree_whose_incremental_nominates_every_worker_is_rejected": 50,
-    "test_a_replica_that_dies_mid_run_is_said_at_once_and_by_the_checks_after_it": 65,
+    "test_the_installed_wheel_judges_from_an_empty_directory": 191,
+    "test_a_kueue_tree_whose_incremental_nominates_every_worker_is_rejected": 173,
+    "test_a_replica_that_dies_mid_run_is_said_at_once_and_by_the_checks_after_it": 111,
     "test_an_init_container_from_a_registry_out_of_reach_is_named_in_one_line": 5,
 }
 DEFAULT_SECONDS = 60.0
